@@ -1,0 +1,64 @@
+/*===- Vortex.h - C API of the vortex dialect ----------------------*- C -*-===*\
+|*                                                                            *|
+|* Registration, the !vortex.vtensor type and the #vortex.format attribute,   *|
+|* for language bindings (ctypes, Rust, ...). The library libVortexCAPI also  *|
+|* carries MLIR's core IR C API (context, module parsing, printing).          *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef VORTEX_CAPI_VORTEX_H
+#define VORTEX_CAPI_VORTEX_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Vortex, vortex);
+
+/// Formats (values of vortex_torch's FORMAT enum).
+enum VortexFormat {
+  VortexFormatBatched = 0,
+  VortexFormatRagged = 1,
+  VortexFormatPaged = 2,
+  VortexFormatParameter = 3,
+  VortexFormatSlotted = 4,
+};
+
+/// Inserts the vortex dialect into a registry.
+MLIR_CAPI_EXPORTED void vortexRegisterDialects(MlirDialectRegistry registry);
+
+/// Registers the vortex passes and pipelines globally.
+MLIR_CAPI_EXPORTED void vortexRegisterPasses(void);
+
+/// #vortex.format<...>; a null attribute for an out-of-range value.
+MLIR_CAPI_EXPORTED MlirAttribute vortexFormatAttrGet(MlirContext ctx,
+                                                     int32_t format);
+MLIR_CAPI_EXPORTED bool vortexAttributeIsAFormat(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int32_t vortexFormatAttrGetValue(MlirAttribute attr);
+
+/// !vortex.vtensor<L x D0 x D1 x elementType, format>; `leading` may be
+/// mlirShapedTypeGetDynamicSize(). Returns a null type (and emits a
+/// diagnostic) when the parameters are invalid.
+MLIR_CAPI_EXPORTED MlirType vortexVTensorTypeGet(MlirContext ctx,
+                                                 int64_t leading, int64_t d0,
+                                                 int64_t d1,
+                                                 MlirType elementType,
+                                                 int32_t format);
+MLIR_CAPI_EXPORTED bool vortexTypeIsAVTensor(MlirType type);
+/// Extent of axis `dim` (0, 1 or 2).
+MLIR_CAPI_EXPORTED int64_t vortexVTensorTypeGetDim(MlirType type,
+                                                   intptr_t dim);
+/// Padded extent of axis `dim` (inner axes rounded up to a power of two).
+MLIR_CAPI_EXPORTED int64_t vortexVTensorTypeGetPaddedDim(MlirType type,
+                                                         intptr_t dim);
+MLIR_CAPI_EXPORTED MlirType vortexVTensorTypeGetElementType(MlirType type);
+MLIR_CAPI_EXPORTED int32_t vortexVTensorTypeGetFormat(MlirType type);
+MLIR_CAPI_EXPORTED bool vortexVTensorTypeNeedsPadding(MlirType type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VORTEX_CAPI_VORTEX_H */

@@ -1,0 +1,38 @@
+//===- VortexDialect.h - Vortex dialect, attributes and types ---*- C++ -*-===//
+//
+// The vortex dialect: enums, attributes and the !vortex.vtensor type.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_DIALECT_VORTEXDIALECT_H
+#define VORTEX_DIALECT_VORTEXDIALECT_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "Vortex/Dialect/VortexDialect.h.inc"
+#include "Vortex/Dialect/VortexEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Vortex/Dialect/VortexAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Vortex/Dialect/VortexTypes.h.inc"
+
+namespace mlir::vortex {
+
+/// Next power of two >= n (vortex_torch `_next_pow2`; n <= 1 gives 1).
+int64_t nextPowerOf2(int64_t n);
+
+/// True for the element types a vtensor may hold.
+bool isValidVTensorElementType(Type type);
+
+/// The output-format rule of workload-fused ops: batched iff every input is
+/// batched, else ragged.
+Format inferWorkloadFormat(ArrayRef<Format> inputs);
+
+} // namespace mlir::vortex
+
+#endif // VORTEX_DIALECT_VORTEXDIALECT_H

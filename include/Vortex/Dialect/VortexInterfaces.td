@@ -1,0 +1,49 @@
+//===- VortexInterfaces.td - Vortex op interfaces -----------*- tablegen -*-===//
+
+#ifndef VORTEX_DIALECT_VORTEXINTERFACES_TD
+#define VORTEX_DIALECT_VORTEXINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Vortex_ScheduledOpInterface : OpInterface<"ScheduledOpInterface"> {
+  let cppNamespace = "::mlir::vortex";
+  let description = [{
+    Every vortex op says how vortex_torch schedules it: `W` ops fuse into a
+    per-workload kernel, `S` ops run standalone and are fusion barriers.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's schedule.", "::mlir::vortex::Schedule",
+      "getSchedule", (ins), "", [{ return ::mlir::vortex::Schedule::W; }]>,
+  ];
+}
+
+def Vortex_ReductionOpInterface : OpInterface<"ReductionOpInterface"> {
+  let cppNamespace = "::mlir::vortex";
+  let description = "A keep-dim reduction (plain or interleaved) of one vtensor.";
+  let methods = [
+    InterfaceMethod<"The reduction kind.", "::mlir::vortex::ReduceKind",
+      "getReduceKind", (ins)>,
+    InterfaceMethod<"The reduced axis.", "int64_t", "getReducedDim", (ins),
+      "", [{ return $_op.getDim(); }]>,
+  ];
+}
+
+def Vortex_UnaryElementwiseOpInterface : OpInterface<"UnaryElementwiseOpInterface"> {
+  let cppNamespace = "::mlir::vortex";
+  let description = "A unary elementwise op with the (alpha, beta) knobs.";
+  let methods = [
+    InterfaceMethod<"The unary kind.", "::mlir::vortex::UnaryKind",
+      "getUnaryKind", (ins)>,
+  ];
+}
+
+def Vortex_BinaryElementwiseOpInterface : OpInterface<"BinaryElementwiseOpInterface"> {
+  let cppNamespace = "::mlir::vortex";
+  let description = "A broadcasting binary elementwise op.";
+  let methods = [
+    InterfaceMethod<"The binary kind.", "::mlir::vortex::BinaryKind",
+      "getBinaryKind", (ins)>,
+  ];
+}
+
+#endif // VORTEX_DIALECT_VORTEXINTERFACES_TD

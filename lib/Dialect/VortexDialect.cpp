@@ -1,0 +1,241 @@
+//===- VortexDialect.cpp - Vortex dialect, attributes and types -----------===//
+
+#include "Vortex/Dialect/VortexDialect.h"
+#include "Vortex/Dialect/VortexOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+
+#include "Vortex/Dialect/VortexDialect.cpp.inc"
+#include "Vortex/Dialect/VortexEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Vortex/Dialect/VortexAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Vortex/Dialect/VortexTypes.cpp.inc"
+
+void VortexDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "Vortex/Dialect/VortexOps.cpp.inc"
+      >();
+}
+
+void VortexDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Vortex/Dialect/VortexAttrs.cpp.inc"
+      >();
+}
+
+void VortexDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "Vortex/Dialect/VortexTypes.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::vortex::nextPowerOf2(int64_t n) {
+  if (n <= 1)
+    return 1;
+  return static_cast<int64_t>(llvm::PowerOf2Ceil(static_cast<uint64_t>(n)));
+}
+
+bool mlir::vortex::isValidVTensorElementType(Type type) {
+  return type.isBF16() || type.isF16() || type.isF32() ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(type) ||
+         type.isSignlessInteger(32);
+}
+
+Format mlir::vortex::inferWorkloadFormat(ArrayRef<Format> inputs) {
+  bool allBatched = !inputs.empty() && llvm::all_of(inputs, [](Format f) {
+    return f == Format::Batched;
+  });
+  return allBatched ? Format::Batched : Format::Ragged;
+}
+
+static bool isFloatStorageType(Type type) {
+  return type.isBF16() || type.isF16() || type.isF32() ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+//===----------------------------------------------------------------------===//
+// FlowConfigAttr / FieldAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t blockSize, int64_t pageSize, int64_t headDim,
+                       int64_t groupSize, int64_t topkVal, FloatAttr topkRatio,
+                       int64_t reservedBos, int64_t reservedEos,
+                       Type intermediateDtype, Type kvDtype) {
+  if (blockSize <= 0 || !llvm::isPowerOf2_64(blockSize))
+    return emitError() << "block_size must be a positive power of two, got "
+                       << blockSize;
+  if (pageSize <= 0 || !llvm::isPowerOf2_64(pageSize))
+    return emitError() << "page_size must be a positive power of two, got "
+                       << pageSize;
+  if (blockSize > pageSize)
+    return emitError() << "block_size (" << blockSize
+                       << ") must not exceed page_size (" << pageSize << ")";
+  if (headDim <= 0)
+    return emitError() << "head_dim must be positive, got " << headDim;
+  if (groupSize <= 0)
+    return emitError() << "group_size must be positive, got " << groupSize;
+  if (topkVal < 0)
+    return emitError() << "topk_val must be non-negative, got " << topkVal;
+  double ratio = topkRatio ? topkRatio.getValueAsDouble() : -1.0;
+  if (!(ratio >= 0.0 && ratio <= 1.0))
+    return emitError() << "topk_ratio must be in [0, 1], got " << ratio;
+  if (reservedBos < 0 || reservedEos < 0)
+    return emitError() << "reserved_bos and reserved_eos must be "
+                          "non-negative, got "
+                       << reservedBos << " and " << reservedEos;
+  if (!isFloatStorageType(intermediateDtype))
+    return emitError() << "intermediate_dtype must be bf16, f16, f32, "
+                          "f8E4M3FN or f8E5M2, got "
+                       << intermediateDtype;
+  if (!isFloatStorageType(kvDtype))
+    return emitError() << "kv_dtype must be bf16, f16, f32, f8E4M3FN or "
+                          "f8E5M2, got "
+                       << kvDtype;
+  return success();
+}
+
+LogicalResult FieldAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringAttr name, int64_t rows, int64_t cols) {
+  if (!name || name.getValue().empty())
+    return emitError() << "cache field needs a non-empty name";
+  if (rows <= 0 || cols <= 0)
+    return emitError() << "cache field '" << name.getValue()
+                       << "' must have a positive [r, c] shape, got [" << rows
+                       << ", " << cols << "]";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// VTensorType
+//===----------------------------------------------------------------------===//
+
+LogicalResult VTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  ArrayRef<int64_t> shape, Type elementType,
+                                  FormatAttr format, bool explicitPadding) {
+  if (shape.size() != 3)
+    return emitError() << "vtensor must have rank 3 [L, D0, D1], got rank "
+                       << shape.size();
+  if (shape[0] != ShapedType::kDynamic && shape[0] < 0)
+    return emitError() << "vtensor leading extent must be '?' or >= 0";
+  for (unsigned i = 1; i < 3; ++i)
+    if (shape[i] == ShapedType::kDynamic || shape[i] <= 0)
+      return emitError() << "vtensor inner extent D" << (i - 1)
+                         << " must be static and positive";
+  if (!isValidVTensorElementType(elementType))
+    return emitError() << "vtensor element type must be bf16, f16, f32, "
+                          "f8E4M3FN, f8E5M2 or i32, got "
+                       << elementType;
+  if (!format)
+    return emitError() << "vtensor needs a format";
+  return success();
+}
+
+SmallVector<int64_t, 3> VTensorType::getPaddedShape() const {
+  ArrayRef<int64_t> s = getShape();
+  return {s[0], nextPowerOf2(s[1]), nextPowerOf2(s[2])};
+}
+
+bool VTensorType::needsPadding() const {
+  ArrayRef<int64_t> s = getShape();
+  return nextPowerOf2(s[1]) != s[1] || nextPowerOf2(s[2]) != s[2];
+}
+
+VTensorType VTensorType::withFormat(Format format) const {
+  return VTensorType::get(getContext(), getShape(), getElementType(),
+                          FormatAttr::get(getContext(), format),
+                          getExplicitPadding());
+}
+
+VTensorType VTensorType::withShape(ArrayRef<int64_t> shape) const {
+  return VTensorType::get(getContext(), shape, getElementType(), getFormat(),
+                          getExplicitPadding());
+}
+
+VTensorType VTensorType::withElementType(Type type) const {
+  return VTensorType::get(getContext(), getShape(), type, getFormat(),
+                          getExplicitPadding());
+}
+
+VTensorType VTensorType::withExplicitPadding(bool explicitPadding) const {
+  return VTensorType::get(getContext(), getShape(), getElementType(),
+                          getFormat(), explicitPadding);
+}
+
+// !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>[, padded = [8, 128]]>
+Type VTensorType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  Attribute formatAttr;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/true,
+                                /*withTrailingX=*/true) ||
+      parser.parseType(elementType) || parser.parseComma())
+    return {};
+  llvm::SMLoc formatLoc = parser.getCurrentLocation();
+  if (parser.parseAttribute(formatAttr))
+    return {};
+  auto format = dyn_cast<FormatAttr>(formatAttr);
+  if (!format) {
+    parser.emitError(formatLoc, "expected a #vortex.format attribute");
+    return {};
+  }
+  bool explicitPadding = false;
+  if (succeeded(parser.parseOptionalComma())) {
+    SmallVector<int64_t> padded;
+    llvm::SMLoc padLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword("padded") || parser.parseEqual() ||
+        parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
+          int64_t v;
+          if (parser.parseInteger(v))
+            return failure();
+          padded.push_back(v);
+          return success();
+        }))
+      return {};
+    if (shape.size() != 3 || padded.size() != 2 ||
+        padded[0] != nextPowerOf2(shape[1]) ||
+        padded[1] != nextPowerOf2(shape[2])) {
+      parser.emitError(padLoc, "padded inner shape must be the next powers "
+                               "of two of [D0, D1]");
+      return {};
+    }
+    explicitPadding = true;
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<VTensorType>(loc, parser.getContext(), shape,
+                                        elementType, format, explicitPadding);
+}
+
+void VTensorType::print(AsmPrinter &printer) const {
+  printer << "<";
+  printer.printDimensionList(getShape());
+  printer << "x" << getElementType() << ", " << getFormat();
+  if (getExplicitPadding()) {
+    SmallVector<int64_t, 3> padded = getPaddedShape();
+    printer << ", padded = [" << padded[1] << ", " << padded[2] << "]";
+  }
+  printer << ">";
+}

@@ -1,0 +1,741 @@
+//===- VortexOps.cpp - Vortex op verifiers and the flow op ----------------===//
+//
+// The verifiers enforce what vortex_torch asserts at trace time: ranks and
+// inner-shape rules, broadcasting, the per-op format tables and the
+// output-format rule of workload-fused ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Vortex/Dialect/VortexOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+
+#include "Vortex/Dialect/VortexInterfaces.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "Vortex/Dialect/VortexOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+static VTensorType vt(Value v) { return cast<VTensorType>(v.getType()); }
+
+static StringRef fmtName(Format f) { return stringifyFormat(f); }
+
+static std::string shapeStr(VTensorType t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(t.getShape(), os, [&](int64_t d) {
+    if (d == ShapedType::kDynamic)
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+/// The result's leading extent is `?` unless every input has the same static
+/// one.
+static LogicalResult verifyLeading(Operation *op, ArrayRef<VTensorType> ins,
+                                   VTensorType out) {
+  if (out.getL() == ShapedType::kDynamic)
+    return success();
+  for (VTensorType in : ins)
+    if (in.getL() != out.getL())
+      return op->emitOpError("static leading extent ")
+             << out.getL() << " of the result does not match input "
+             << shapeStr(in) << "; use '?'";
+  return success();
+}
+
+/// Formats a workload-fused op may read directly: batched rows, ragged
+/// intermediates, paged fields and (cache side) slotted fields.
+static LogicalResult verifyWorkloadInput(Operation *op, VTensorType t,
+                                         StringRef what) {
+  if (t.isParameter())
+    return op->emitOpError() << what
+                             << " must not be a 'parameter' tensor (only the "
+                                "second operand of vortex.gemm may be)";
+  return success();
+}
+
+/// The output-format rule: batched iff all inputs batched, else ragged.
+static LogicalResult verifyWorkloadResult(Operation *op,
+                                          ArrayRef<VTensorType> ins,
+                                          VTensorType out) {
+  SmallVector<Format> formats;
+  for (auto [i, t] : llvm::enumerate(ins)) {
+    if (failed(verifyWorkloadInput(op, t, "operand #" + std::to_string(i))))
+      return failure();
+    formats.push_back(t.getFormatKind());
+  }
+  Format expected = inferWorkloadFormat(formats);
+  if (out.getFormatKind() != expected)
+    return op->emitOpError("result format must be '")
+           << fmtName(expected)
+           << "' (batched iff every input is batched, else ragged), got '"
+           << fmtName(out.getFormatKind()) << "'";
+  return verifyLeading(op, ins, out);
+}
+
+static LogicalResult expectInner(Operation *op, VTensorType out, int64_t d0,
+                                 int64_t d1) {
+  if (out.getD0() != d0 || out.getD1() != d1)
+    return op->emitOpError("result inner shape must be [")
+           << d0 << ", " << d1 << "], got [" << out.getD0() << ", "
+           << out.getD1() << "]";
+  return success();
+}
+
+/// Broadcast two inner extents (equal, or one of them 1).
+static FailureOr<int64_t> broadcastExtent(int64_t a, int64_t b) {
+  if (a == b || b == 1)
+    return a;
+  if (a == 1)
+    return b;
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Class verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::vortex::detail::verifyReduceOp(Operation *op, int64_t dim) {
+  VTensorType in = vt(op->getOperand(0)), out = vt(op->getResult(0));
+  if (dim < 0 || dim > 2)
+    return op->emitOpError("dim must be 0, 1 or 2, got ") << dim;
+  if (dim == 0) {
+    if (!in.isRagged())
+      return op->emitOpError("reduction over dim 0 requires a 'ragged' "
+                             "input, got '")
+             << fmtName(in.getFormatKind()) << "'";
+    if (!out.isBatched())
+      return op->emitOpError("reduction over dim 0 produces a 'batched' "
+                             "result, got '")
+             << fmtName(out.getFormatKind()) << "'";
+    return expectInner(op, out, in.getD0(), in.getD1());
+  }
+  if (failed(verifyWorkloadResult(op, {in}, out)))
+    return failure();
+  return dim == 1 ? expectInner(op, out, 1, in.getD1())
+                  : expectInner(op, out, in.getD0(), 1);
+}
+
+LogicalResult mlir::vortex::detail::verifyInterleaveOp(Operation *op,
+                                                       int64_t dim,
+                                                       int64_t factor) {
+  VTensorType in = vt(op->getOperand(0)), out = vt(op->getResult(0));
+  if (dim != 1 && dim != 2)
+    return op->emitOpError("dim must be 1 or 2, got ") << dim;
+  if (factor <= 0)
+    return op->emitOpError("factor must be positive, got ") << factor;
+  int64_t extent = in.getInner(dim);
+  if (extent % factor != 0)
+    return op->emitOpError("extent ")
+           << extent << " along dim " << dim
+           << " is not a multiple of the factor " << factor;
+  if (failed(verifyWorkloadResult(op, {in}, out)))
+    return failure();
+  return dim == 1 ? expectInner(op, out, extent / factor, in.getD1())
+                  : expectInner(op, out, in.getD0(), extent / factor);
+}
+
+LogicalResult mlir::vortex::detail::verifyBroadcastingBinaryOp(Operation *op) {
+  VTensorType x = vt(op->getOperand(0)), y = vt(op->getOperand(1));
+  VTensorType out = vt(op->getResult(0));
+  FailureOr<int64_t> d0 = broadcastExtent(x.getD0(), y.getD0());
+  FailureOr<int64_t> d1 = broadcastExtent(x.getD1(), y.getD1());
+  if (failed(d0) || failed(d1))
+    return op->emitOpError("inner shapes ")
+           << shapeStr(x) << " and " << shapeStr(y)
+           << " do not broadcast (each pair must be equal or 1)";
+  if (failed(verifyWorkloadResult(op, {x, y}, out)))
+    return failure();
+  return expectInner(op, out, *d0, *d1);
+}
+
+LogicalResult mlir::vortex::detail::verifySameShapeOp(Operation *op) {
+  VTensorType in = vt(op->getOperand(0)), out = vt(op->getResult(0));
+  if (failed(verifyWorkloadResult(op, {in}, out)))
+    return failure();
+  return expectInner(op, out, in.getD0(), in.getD1());
+}
+
+//===----------------------------------------------------------------------===//
+// GeMM / GeMV
+//===----------------------------------------------------------------------===//
+
+Schedule GeMMOp::getSchedule() {
+  return vt(getY()).isParameter() ? Schedule::S : Schedule::W;
+}
+
+LogicalResult GeMMOp::verify() {
+  VTensorType x = vt(getX()), y = vt(getY()), out = vt(getResult());
+  if (x.getD1() != y.getD1())
+    return emitOpError("contraction extents differ: x is ")
+           << shapeStr(x) << ", y is " << shapeStr(y)
+           << " (GeMM(x, y) = y x^T needs equal last extents)";
+  if (x.isParameter())
+    return emitOpError("x must not be a 'parameter' tensor");
+  if (y.isParameter()) {
+    if (!x.isBatched())
+      return emitOpError("a 'parameter' weight requires a 'batched' x, got '")
+             << fmtName(x.getFormatKind()) << "'";
+    if (!out.isBatched())
+      return emitOpError("GeMM with a 'parameter' weight produces a "
+                         "'batched' result, got '")
+             << fmtName(out.getFormatKind()) << "'";
+    return expectInner(*this, out, y.getD0(), x.getD0());
+  }
+  if (failed(verifyWorkloadResult(*this, {x, y}, out)))
+    return failure();
+  return expectInner(*this, out, y.getD0(), x.getD0());
+}
+
+LogicalResult GeMVOp::verify() {
+  VTensorType x = vt(getX()), y = vt(getY()), out = vt(getResult());
+  if (x.getD0() != 1 || y.getD0() != 1)
+    return emitOpError("operands must have one row (D0 == 1), got ")
+           << shapeStr(x) << " and " << shapeStr(y);
+  if (x.getD1() != y.getD1())
+    return emitOpError("operand lengths differ: ")
+           << x.getD1() << " vs " << y.getD1();
+  if (failed(verifyWorkloadResult(*this, {x, y}, out)))
+    return failure();
+  return expectInner(*this, out, 1, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Row-segment ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifySegmentOp(Operation *op, int64_t dim) {
+  VTensorType in = vt(op->getOperand(0)), out = vt(op->getResult(0));
+  if (dim != 0)
+    return op->emitOpError("only dim = 0 (over the blocks of a row) is "
+                           "supported, got ")
+           << dim;
+  if (!in.isRagged() || !out.isRagged())
+    return op->emitOpError("requires a 'ragged' input and result, got '")
+           << fmtName(in.getFormatKind()) << "' -> '"
+           << fmtName(out.getFormatKind()) << "'";
+  if (failed(verifyLeading(op, {in}, out)))
+    return failure();
+  return expectInner(op, out, in.getD0(), in.getD1());
+}
+
+LogicalResult SoftmaxOp::verify() { return verifySegmentOp(*this, getDim()); }
+LogicalResult NormalizeOp::verify() {
+  return verifySegmentOp(*this, getDim());
+}
+
+LogicalResult Conv1dOp::verify() {
+  if (failed(verifySegmentOp(*this, getDim())))
+    return failure();
+  auto wType = cast<ShapedType>(getWeight().getType());
+  VTensorType in = vt(getInput());
+  if (wType.getRank() != 3 || wType.getDimSize(0) < 1 ||
+      wType.getDimSize(1) != in.getD0() || wType.getDimSize(2) != in.getD1())
+    return emitOpError("weight must be [K, ")
+           << in.getD0() << ", " << in.getD1() << "] with K >= 1, got "
+           << wType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::verify() {
+  VTensorType in = vt(getInput()), out = vt(getResult());
+  if (failed(verifyWorkloadResult(*this, {in}, out)))
+    return failure();
+  return expectInner(*this, out, in.getD1(), in.getD0());
+}
+
+Schedule ReshapeOp::getSchedule() {
+  return vt(getInput()).needsPadding() || vt(getResult()).needsPadding()
+             ? Schedule::S
+             : Schedule::W;
+}
+
+LogicalResult ReshapeOp::verify() {
+  VTensorType in = vt(getInput()), out = vt(getResult());
+  if (in.getNumInnerElements() != out.getNumInnerElements())
+    return emitOpError("reshape must keep the inner element count: ")
+           << shapeStr(in) << " has " << in.getNumInnerElements() << ", "
+           << shapeStr(out) << " has " << out.getNumInnerElements();
+  return verifyWorkloadResult(*this, {in}, out);
+}
+
+LogicalResult KronOp::verify() {
+  VTensorType x = vt(getLhs()), y = vt(getRhs()), out = vt(getResult());
+  ArrayRef<int64_t> dims = getDims();
+  if (dims.empty() || dims.size() > 2)
+    return emitOpError("dims must be a non-empty subset of {1, 2}");
+  bool kron[3] = {false, false, false};
+  for (int64_t d : dims) {
+    if (d != 1 && d != 2)
+      return emitOpError("dims must be a subset of {1, 2}, got ") << d;
+    if (kron[d])
+      return emitOpError("dims must not repeat an axis, got ") << d << " twice";
+    kron[d] = true;
+  }
+  int64_t expected[3];
+  for (unsigned a = 1; a <= 2; ++a) {
+    if (kron[a]) {
+      expected[a] = x.getInner(a) * y.getInner(a);
+      continue;
+    }
+    FailureOr<int64_t> e = broadcastExtent(x.getInner(a), y.getInner(a));
+    if (failed(e))
+      return emitOpError("non-Kronecker axis ")
+             << a << " does not broadcast: " << x.getInner(a) << " vs "
+             << y.getInner(a);
+    expected[a] = *e;
+  }
+  if (failed(verifyWorkloadResult(*this, {x, y}, out)))
+    return failure();
+  return expectInner(*this, out, expected[1], expected[2]);
+}
+
+LogicalResult MaskSliceOp::verify() {
+  VTensorType in = vt(getInput());
+  int64_t dim = getDim();
+  if (dim != 1 && dim != 2)
+    return emitOpError("dim must be 1 or 2, got ") << dim;
+  int64_t extent = in.getInner(dim);
+  if (getStart() < 0 || getStart() > getEnd() || getEnd() > extent)
+    return emitOpError("slice [")
+           << getStart() << ", " << getEnd()
+           << ") must satisfy 0 <= start <= end <= " << extent
+           << " (the extent along dim " << dim << ")";
+  return detail::verifySameShapeOp(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Fields
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyFieldOperand(Operation *op, VTensorType field,
+                                        bool allowSlotted) {
+  if (field.isPaged() || (allowSlotted && field.isSlotted()))
+    return success();
+  return op->emitOpError("field must be 'paged'")
+         << (allowSlotted ? " or 'slotted'" : "") << ", got '"
+         << fmtName(field.getFormatKind()) << "'";
+}
+
+static LogicalResult verifySameInner(Operation *op, VTensorType a,
+                                     VTensorType b) {
+  if (a.getD0() != b.getD0() || a.getD1() != b.getD1())
+    return op->emitOpError("inner shapes must match: ")
+           << shapeStr(a) << " vs " << shapeStr(b);
+  return success();
+}
+
+LogicalResult FillOp::verify() {
+  return verifyFieldOperand(*this, vt(getField()), /*allowSlotted=*/true);
+}
+
+LogicalResult WriteOp::verify() {
+  VTensorType v = vt(getValue()), f = vt(getField());
+  if (!v.isRagged())
+    return emitOpError("value must be a 'ragged' per-block tensor, got '")
+           << fmtName(v.getFormatKind()) << "'";
+  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/true)))
+    return failure();
+  return verifySameInner(*this, v, f);
+}
+
+LogicalResult SaveOp::verify() {
+  VTensorType v = vt(getValue()), f = vt(getField());
+  if (!v.isRagged())
+    return emitOpError("value must be 'ragged', got '")
+           << fmtName(v.getFormatKind()) << "'";
+  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/false)))
+    return failure();
+  return verifySameInner(*this, v, f);
+}
+
+LogicalResult LoadOp::verify() {
+  VTensorType f = vt(getField()), out = vt(getResult());
+  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/false)))
+    return failure();
+  if (!out.isRagged())
+    return emitOpError("result must be 'ragged', got '")
+           << fmtName(out.getFormatKind()) << "'";
+  return verifySameInner(*this, f, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Selection
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyScalarPerBlock(Operation *op, VTensorType t,
+                                          StringRef what, Format format) {
+  if (t.getD0() != 1 || t.getD1() != 1)
+    return op->emitOpError() << what << " must be [S, 1, 1], got "
+                             << shapeStr(t);
+  if (t.getFormatKind() != format)
+    return op->emitOpError() << what << " must be '" << fmtName(format)
+                             << "', got '" << fmtName(t.getFormatKind())
+                             << "'";
+  return success();
+}
+
+static LogicalResult verifySelection(Operation *op, Value score,
+                                     Value output) {
+  if (failed(verifyScalarPerBlock(op, vt(score), "score", Format::Ragged)))
+    return failure();
+  return verifyScalarPerBlock(op, vt(output), "output", Format::Ragged);
+}
+
+LogicalResult TopKOp::verify() {
+  return verifySelection(*this, getScore(), getOutput());
+}
+
+LogicalResult ApproxTopKOp::verify() {
+  if (failed(verifySelection(*this, getScore(), getOutput())))
+    return failure();
+  double t = getTolerateRatio().convertToDouble();
+  if (!(t >= 0.0 && t <= 1.0))
+    return emitOpError("tolerate_ratio must be in [0, 1], got ") << t;
+  return success();
+}
+
+LogicalResult TrtllmTopKOp::verify() {
+  if (getK() <= 0)
+    return emitOpError("k must be positive, got ") << getK();
+  if (failed(verifyScalarPerBlock(*this, vt(getScore()), "score",
+                                  Format::Ragged)) ||
+      failed(verifyScalarPerBlock(*this, vt(getBlockTable()), "block table",
+                                  Format::Ragged)))
+    return failure();
+  return verifyScalarPerBlock(*this, vt(getSeqlens()), "seqlens",
+                              Format::Batched);
+}
+
+LogicalResult UnionOp::verify() {
+  if (failed(verifyScalarPerBlock(*this, vt(getLhsTable()), "lhs block table",
+                                  Format::Ragged)) ||
+      failed(verifyScalarPerBlock(*this, vt(getRhsTable()), "rhs block table",
+                                  Format::Ragged)) ||
+      failed(verifyScalarPerBlock(*this, vt(getLhsSeqlens()), "lhs seqlens",
+                                  Format::Batched)) ||
+      failed(verifyScalarPerBlock(*this, vt(getRhsSeqlens()), "rhs seqlens",
+                                  Format::Batched)))
+    return failure();
+  return verifyScalarPerBlock(*this, vt(getOutput()), "output",
+                              Format::Ragged);
+}
+
+//===----------------------------------------------------------------------===//
+// FlowOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<StringRef> FlowOp::getCacheTensorNames() {
+  SmallVector<StringRef> names = {"k", "v"};
+  for (Attribute a : getFields())
+    names.push_back(cast<FieldAttr>(a).getName().getValue());
+  return names;
+}
+
+VTensorType FlowOp::getKVType() {
+  FlowConfigAttr c = getConfig();
+  return VTensorType::get(
+      {ShapedType::kDynamic, c.getBlockSize(), c.getHeadDim()},
+      c.getKvDtype(), Format::Paged);
+}
+
+VTensorType FlowOp::getQueryType(Type elementType) {
+  FlowConfigAttr c = getConfig();
+  return VTensorType::get(
+      {ShapedType::kDynamic, c.getGroupSize(), c.getHeadDim()}, elementType,
+      Format::Batched);
+}
+
+VTensorType FlowOp::getOutputType() {
+  return VTensorType::get({ShapedType::kDynamic, 1, 1},
+                          IntegerType::get(getContext(), 32), Format::Ragged);
+}
+
+VTensorType FlowOp::getFieldType(FieldAttr field) {
+  return VTensorType::get({ShapedType::kDynamic, field.getRows(),
+                           field.getCols()},
+                          getConfig().getIntermediateDtype(), Format::Paged);
+}
+
+Operation *FlowOp::getSelectionOp() {
+  for (Operation &op : getIndexerBody())
+    if (isa<TopKOp, ApproxTopKOp, UnionOp>(op))
+      return &op;
+  return nullptr;
+}
+
+void FlowOp::getAsmBlockArgumentNames(Region &region,
+                                      OpAsmSetValueNameFn setNameFn) {
+  if (region.empty())
+    return;
+  SmallVector<StringRef> names;
+  if (&region == &getIndexer())
+    names = {"q", "o"};
+  llvm::append_range(names, getCacheTensorNames());
+  for (auto [arg, name] : llvm::zip(region.getArguments(), names))
+    setNameFn(arg, name);
+}
+
+// vortex.flow @name config = #vortex.config<...> fields(a = [r, c], ...)
+//     cache(%k: T, ...) { ... } indexer(%q: T, ...) { ... } [attributes {...}]
+ParseResult FlowOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr symName;
+  FlowConfigAttr config;
+  if (parser.parseSymbolName(symName) || parser.parseKeyword("config") ||
+      parser.parseEqual() || parser.parseAttribute(config) ||
+      parser.parseKeyword("fields"))
+    return failure();
+  MLIRContext *ctx = parser.getContext();
+  SmallVector<Attribute> fields;
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren, [&]() {
+        std::string name;
+        int64_t rows, cols;
+        llvm::SMLoc loc = parser.getCurrentLocation();
+        if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+            parser.parseLSquare() || parser.parseInteger(rows) ||
+            parser.parseComma() || parser.parseInteger(cols) ||
+            parser.parseRSquare())
+          return failure();
+        auto emitError = [&]() { return parser.emitError(loc); };
+        FieldAttr field = FieldAttr::getChecked(
+            emitError, ctx, StringAttr::get(ctx, name), rows, cols);
+        if (!field)
+          return failure();
+        fields.push_back(field);
+        return success();
+      }))
+    return failure();
+  result.addAttribute(getSymNameAttrName(result.name), symName);
+  result.addAttribute(getConfigAttrName(result.name), config);
+  result.addAttribute(getFieldsAttrName(result.name),
+                      ArrayAttr::get(ctx, fields));
+
+  for (StringRef keyword : {"cache", "indexer"}) {
+    SmallVector<OpAsmParser::Argument> args;
+    Region *region = result.addRegion();
+    if (parser.parseKeyword(keyword) ||
+        parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren,
+                                 /*allowType=*/true) ||
+        parser.parseRegion(*region, args))
+      return failure();
+    if (region->empty())
+      region->emplaceBlock();
+  }
+  return parser.parseOptionalAttrDictWithKeyword(result.attributes);
+}
+
+void FlowOp::print(OpAsmPrinter &p) {
+  p << ' ';
+  p.printSymbolName(getSymName());
+  p << " config = ";
+  p.printAttribute(getConfig());
+  p << " fields(";
+  llvm::interleaveComma(getFields(), p, [&](Attribute a) {
+    auto f = cast<FieldAttr>(a);
+    p.printKeywordOrString(f.getName().getValue());
+    p << " = [" << f.getRows() << ", " << f.getCols() << "]";
+  });
+  p << ")";
+  auto printBody = [&](StringRef keyword, Region &region) {
+    p.printNewline();
+    p << keyword << "(";
+    llvm::interleaveComma(region.getArguments(), p,
+                          [&](BlockArgument a) { p.printRegionArgument(a); });
+    p << ") ";
+    p.printRegion(region, /*printEntryBlockArgs=*/false,
+                  /*printBlockTerminators=*/false);
+  };
+  printBody("cache", getCache());
+  printBody("indexer", getIndexer());
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getConfigAttrName(), getFieldsAttrName()});
+}
+
+namespace {
+/// Which side of a flow an op runs on, for the side-specific rules.
+enum class Side { Cache, Indexer };
+} // namespace
+
+static LogicalResult verifyArgType(FlowOp flow, BlockArgument arg,
+                                   StringRef name, VTensorType expected,
+                                   bool allowSlotted) {
+  auto actual = dyn_cast<VTensorType>(arg.getType());
+  if (actual && allowSlotted && actual.isSlotted())
+    actual = actual.withFormat(Format::Paged);
+  if (actual == expected)
+    return success();
+  return flow.emitOpError("argument '")
+         << name << "' must have type " << expected << ", got "
+         << arg.getType();
+}
+
+static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
+  Type intermediate = flow.getConfig().getIntermediateDtype();
+  StringRef sideName = side == Side::Cache ? "cache" : "indexer";
+  for (Operation &op : body) {
+    if (!isa<VortexDialect>(op.getDialect()))
+      return op.emitOpError("is not a vortex op; a flow body holds only "
+                            "vortex ops");
+    if (side == Side::Cache) {
+      if (isa<SaveOp, LoadOp, TopKOp, ApproxTopKOp, TrtllmTopKOp, UnionOp,
+              GeMVOp>(op))
+        return op.emitOpError("is an indexer-side op and cannot appear in "
+                              "the cache body");
+      auto sched = dyn_cast<ScheduledOpInterface>(op);
+      if (sched && sched.getSchedule() == Schedule::S)
+        return op.emitOpError("is standalone (schedule S); the cache side "
+                              "fuses every op into one per-block kernel");
+    } else if (isa<FillOp, WriteOp, MaxInterleaveOp, MinInterleaveOp,
+                   MeanInterleaveOp, L2NormInterleaveOp>(op)) {
+      return op.emitOpError("is a cache-side op and cannot appear in the "
+                            "indexer body");
+    }
+    for (Type t : llvm::concat<Type>(op.getOperandTypes(),
+                                     op.getResultTypes())) {
+      auto v = dyn_cast<VTensorType>(t);
+      if (!v)
+        continue;
+      if (side == Side::Cache && v.isBatched())
+        return op.emitOpError("uses a 'batched' tensor; the cache side has "
+                              "no batched format");
+      if (side == Side::Indexer && v.isSlotted())
+        return op.emitOpError("uses a 'slotted' tensor; slotted fields "
+                              "exist only on the cache side");
+    }
+    for (Type t : op.getResultTypes()) {
+      auto v = cast<VTensorType>(t);
+      if (isa<FloatType>(v.getElementType()) &&
+          v.getElementType() != intermediate)
+        return op.emitOpError("intermediate results use the flow's "
+                              "intermediate dtype ")
+               << intermediate << ", got " << v.getElementType() << " in the "
+               << sideName << " body";
+    }
+  }
+  return success();
+}
+
+LogicalResult FlowOp::verifyRegions() {
+  // Fields: unique names, k and v implicit.
+  llvm::StringSet<> seen;
+  SmallVector<FieldAttr> fields;
+  for (Attribute a : getFields()) {
+    auto f = cast<FieldAttr>(a);
+    StringRef name = f.getName().getValue();
+    if (name == "k" || name == "v")
+      return emitOpError("cache field '")
+             << name << "' is implicit and must not be declared";
+    if (!seen.insert(name).second)
+      return emitOpError("cache field '") << name << "' is declared twice";
+    fields.push_back(f);
+  }
+
+  // Region signatures.
+  Block &cache = getCacheBody(), &indexer = getIndexerBody();
+  size_t n = fields.size();
+  if (cache.getNumArguments() != 2 + n)
+    return emitOpError("cache body must take k, v and the ")
+           << n << " declared field(s), got " << cache.getNumArguments()
+           << " argument(s)";
+  if (indexer.getNumArguments() != 4 + n)
+    return emitOpError("indexer body must take q, o, k, v and the ")
+           << n << " declared field(s), got " << indexer.getNumArguments()
+           << " argument(s)";
+  VTensorType kv = getKVType();
+  for (auto [side, block, offset] :
+       {std::tuple<Side, Block *, unsigned>{Side::Cache, &cache, 0},
+        {Side::Indexer, &indexer, 2}}) {
+    bool slotted = side == Side::Cache;
+    if (failed(verifyArgType(*this, block->getArgument(offset), "k", kv,
+                             slotted)) ||
+        failed(verifyArgType(*this, block->getArgument(offset + 1), "v", kv,
+                             slotted)))
+      return failure();
+    for (auto [i, f] : llvm::enumerate(fields))
+      if (failed(verifyArgType(*this, block->getArgument(offset + 2 + i),
+                               f.getName().getValue(), getFieldType(f),
+                               slotted)))
+        return failure();
+  }
+  auto q = dyn_cast<VTensorType>(indexer.getArgument(0).getType());
+  if (!q || !isa<FloatType>(q.getElementType()) ||
+      q != getQueryType(q.getElementType()))
+    return emitOpError("argument 'q' must be a batched float vtensor [?, ")
+           << getConfig().getGroupSize() << ", " << getConfig().getHeadDim()
+           << "], got " << indexer.getArgument(0).getType();
+  if (failed(verifyArgType(*this, indexer.getArgument(1), "o",
+                           getOutputType(), false)))
+    return failure();
+
+  if (failed(verifySideOps(*this, cache, Side::Cache)) ||
+      failed(verifySideOps(*this, indexer, Side::Indexer)))
+    return failure();
+
+  // Exactly one terminal selection, writing o.
+  Operation *selection = nullptr;
+  for (Operation &op : indexer) {
+    if (!isa<TopKOp, ApproxTopKOp, UnionOp>(op))
+      continue;
+    if (selection)
+      return op.emitOpError("is a second selection; the indexer must end in "
+                            "exactly one topk, approx_topk or union");
+    selection = &op;
+  }
+  if (!selection)
+    return emitOpError("indexer must end in exactly one vortex.topk, "
+                       "vortex.approx_topk or vortex.union");
+  if (selection != &indexer.back())
+    return selection->emitOpError("must be the last op of the indexer body");
+  if (selection->getOperands().back() != indexer.getArgument(1))
+    return selection->emitOpError("must write the indexer's output 'o'");
+
+  // k and v belong to the runtime; every declared field has a writer (cache
+  // write/fill or indexer save) and a reader on the indexer side.
+  for (unsigned i = 0; i < 2; ++i)
+    for (Block *b : {&cache, &indexer})
+      for (Operation *user : b->getArgument(b == &cache ? i : i + 2).getUsers())
+        if (isa<WriteOp, FillOp, SaveOp>(user))
+          return user->emitOpError("writes '")
+                 << (i == 0 ? "k" : "v")
+                 << "', which only the runtime writes";
+  for (auto [i, f] : llvm::enumerate(fields)) {
+    BlockArgument cacheArg = cache.getArgument(2 + i);
+    BlockArgument indexerArg = indexer.getArgument(4 + i);
+    bool written =
+        llvm::any_of(cacheArg.getUsers(),
+                     [](Operation *u) { return isa<WriteOp, FillOp>(u); }) ||
+        llvm::any_of(indexerArg.getUsers(),
+                     [](Operation *u) { return isa<SaveOp>(u); });
+    if (!written)
+      return emitOpError("cache field '")
+             << f.getName().getValue()
+             << "' is never written (by vortex.write or vortex.fill on the "
+                "cache side, or vortex.save on the indexer side)";
+    bool read = llvm::any_of(indexerArg.getUsers(),
+                             [](Operation *u) { return !isa<SaveOp>(u); });
+    if (!read)
+      return emitOpError("cache field '")
+             << f.getName().getValue() << "' is never read by the indexer";
+  }
+  return success();
+}

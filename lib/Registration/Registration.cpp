@@ -1,0 +1,12 @@
+//===- Registration.cpp - Register everything Vortex provides -------------===//
+
+#include "Vortex/Registration.h"
+#include "Vortex/Dialect/VortexDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+void mlir::vortex::registerAllVortexDialects(DialectRegistry &registry) {
+  registry.insert<VortexDialect>();
+}
+
+void mlir::vortex::registerAllVortexPasses() {}

@@ -1,0 +1,52 @@
+# -*- Python -*-
+# lit configuration of the vortex test suite (`check-vortex`).
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "VORTEX"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".c", ".py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.vortex_obj_root, "test")
+config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py", "external"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%vortex_src", config.vortex_src_root))
+config.substitutions.append(("%vortex_obj", config.vortex_obj_root))
+config.substitutions.append(("%vortex_libs", config.vortex_libs_dir))
+config.substitutions.append(("%examples",
+                             os.path.join(config.vortex_src_root, "examples")))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%mlir_dir", config.mlir_dir))
+config.substitutions.append(("%python", config.python_executable or "python3"))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "CUDA_ROOT"])
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.vortex_tools_dir, append_path=True)
+llvm_config.with_environment("PYTHONPATH",
+                             os.path.join(config.vortex_src_root, "python"),
+                             append_path=True)
+
+tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
+tools = ["vortex-opt", "mlir-opt", "vortex-capi-test"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Optional capabilities.
+if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")
+try:
+    import numpy  # noqa: F401
+    config.available_features.add("numpy")
+except ImportError:
+    pass
