@@ -10,6 +10,8 @@ function(vortex_add_library name)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS} ${VORTEX_MLIR_LINK})
+  # MLIR's headers need C++17: so do the embedders that include ours.
+  target_compile_features(${name} PUBLIC cxx_std_17)
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
     $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>

@@ -23,8 +23,11 @@ config.substitutions.append(("%vortex_obj", config.vortex_obj_root))
 config.substitutions.append(("%vortex_libs", config.vortex_libs_dir))
 config.substitutions.append(("%examples",
                              os.path.join(config.vortex_src_root, "examples")))
-config.substitutions.append(("%cmake", config.cmake_command))
+# Longer names first: lit substitutes in order, and %cmake prefixes the others.
 config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%cmake_make_program", config.cmake_make_program))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cxx", config.cxx_compiler))
 config.substitutions.append(("%mlir_dir", config.mlir_dir))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 

@@ -45,7 +45,7 @@ MlirType vortexVTensorTypeGet(MlirContext ctx, int64_t leading, int64_t d0,
   }
   int64_t shape[] = {leading, d0, d1};
   return wrap(VTensorType::getChecked(
-      [&] { return emitError(UnknownLoc::get(context)); }, context, shape,
+      [&] { return emitError(UnknownLoc::get(context)); }, context, llvm::ArrayRef<int64_t>(shape),
       unwrap(elementType), FormatAttr::get(context, *f), false));
 }
 

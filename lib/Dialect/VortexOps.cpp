@@ -315,9 +315,11 @@ LogicalResult MaskSliceOp::verify() {
   if (dim != 1 && dim != 2)
     return emitOpError("dim must be 1 or 2, got ") << dim;
   int64_t extent = in.getInner(dim);
-  if (getStart() < 0 || getStart() > getEnd() || getEnd() > extent)
+  // I64Attr getters return uint64_t; compare as signed.
+  int64_t start = getStart(), end = getEnd();
+  if (start < 0 || start > end || end > extent)
     return emitOpError("slice [")
-           << getStart() << ", " << getEnd()
+           << start << ", " << end
            << ") must satisfy 0 <= start <= end <= " << extent
            << " (the extent along dim " << dim << ")";
   return detail::verifySameShapeOp(*this);
@@ -415,8 +417,10 @@ LogicalResult ApproxTopKOp::verify() {
 }
 
 LogicalResult TrtllmTopKOp::verify() {
-  if (getK() <= 0)
-    return emitOpError("k must be positive, got ") << getK();
+  // I64Attr getters return uint64_t; a negative k must not wrap around.
+  int64_t k = getK();
+  if (k <= 0)
+    return emitOpError("k must be positive, got ") << k;
   if (failed(verifyScalarPerBlock(*this, vt(getScore()), "score",
                                   Format::Ragged)) ||
       failed(verifyScalarPerBlock(*this, vt(getBlockTable()), "block table",
@@ -593,12 +597,14 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
   Type intermediate = flow.getConfig().getIntermediateDtype();
   StringRef sideName = side == Side::Cache ? "cache" : "indexer";
   for (Operation &op : body) {
-    if (!isa<VortexDialect>(op.getDialect()))
+    // Unregistered ops have no dialect.
+    if (!isa_and_nonnull<VortexDialect>(op.getDialect()))
       return op.emitOpError("is not a vortex op; a flow body holds only "
                             "vortex ops");
     if (side == Side::Cache) {
+      // vortex_torch.cache exports no Sum and no GeMV (reference, 2.2).
       if (isa<SaveOp, LoadOp, TopKOp, ApproxTopKOp, TrtllmTopKOp, UnionOp,
-              GeMVOp>(op))
+              GeMVOp, SumOp>(op))
         return op.emitOpError("is an indexer-side op and cannot appear in "
                               "the cache body");
       auto sched = dyn_cast<ScheduledOpInterface>(op);

@@ -1,6 +1,7 @@
 //===- Registration.cpp - Register everything Vortex provides -------------===//
 
 #include "Vortex/Registration.h"
+#include "Vortex/Conversion/Passes.h"
 #include "Vortex/Dialect/VortexDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -9,4 +10,6 @@ void mlir::vortex::registerAllVortexDialects(DialectRegistry &registry) {
   registry.insert<VortexDialect>();
 }
 
-void mlir::vortex::registerAllVortexPasses() {}
+void mlir::vortex::registerAllVortexPasses() {
+  registerVortexConversionPasses();
+}

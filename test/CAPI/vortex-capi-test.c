@@ -5,6 +5,7 @@
 #include "Vortex/CAPI/Vortex.h"
 
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 
 #include <stdio.h>
@@ -15,8 +16,18 @@ static void printToStdout(MlirStringRef str, void *userData) {
   fwrite(str.data, 1, str.length, stdout);
 }
 
+/// Prints diagnostics to stdout, in order with the rest of the output.
+static MlirLogicalResult printDiagnostic(MlirDiagnostic diag, void *userData) {
+  (void)userData;
+  fprintf(stdout, "diagnostic: ");
+  mlirDiagnosticPrint(diag, printToStdout, NULL);
+  fprintf(stdout, "\n");
+  return mlirLogicalResultSuccess();
+}
+
 static MlirContext makeContext(void) {
   MlirContext ctx = mlirContextCreate();
+  mlirContextAttachDiagnosticHandler(ctx, printDiagnostic, NULL, NULL);
   MlirDialectHandle handle = mlirGetDialectHandle__vortex__();
   mlirDialectHandleRegisterDialect(handle, ctx);
   mlirDialectHandleLoadDialect(handle, ctx);
@@ -55,7 +66,7 @@ static void testTypes(MlirContext ctx) {
           mlirAttributeIsNull(vortexFormatAttrGet(ctx, 9)));
 
   // An i64 element type is rejected with a diagnostic and a null type.
-  // CHECK: vtensor element type must be bf16, f16, f32, f8E4M3FN, f8E5M2 or i32
+  // CHECK: diagnostic: vtensor element type must be bf16, f16, f32, f8E4M3FN, f8E5M2 or i32, got 'i64'
   // CHECK: bad_type_is_null=1
   MlirType bad = vortexVTensorTypeGet(ctx, 4, 1, 1,
                                       mlirIntegerTypeGet(ctx, 64),
@@ -92,10 +103,31 @@ static void testParse(MlirContext ctx) {
   mlirModuleDestroy(module);
 }
 
+static void testRegistry(void) {
+  // CHECK-LABEL: testRegistry
+  fprintf(stdout, "testRegistry\n");
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  vortexRegisterDialects(registry);
+  MlirContext ctx = mlirContextCreate();
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  MlirDialect dialect = mlirContextGetOrLoadDialect(
+      ctx, mlirStringRefCreateFromCString("vortex"));
+  // CHECK: loaded=1 namespace=vortex
+  MlirStringRef ns = mlirDialectGetNamespace(dialect);
+  fprintf(stdout, "loaded=%d namespace=%.*s\n", !mlirDialectIsNull(dialect),
+          (int)ns.length, ns.data);
+  vortexRegisterPasses();
+  // CHECK: passes_registered
+  fprintf(stdout, "passes_registered\n");
+  mlirContextDestroy(ctx);
+}
+
 int main(void) {
   MlirContext ctx = makeContext();
   testTypes(ctx);
   testParse(ctx);
   mlirContextDestroy(ctx);
+  testRegistry();
   return 0;
 }

@@ -1,0 +1,1093 @@
+//===- VortexToLinalg.cpp - Lower vortex flows to linalg on tensors -------===//
+//
+// Each flow becomes `@<flow>_indexer` and `@<flow>_cache` (docs/contract.md).
+// Values are lowered op by op in program order: a vtensor becomes a
+// `tensor<L x D0 x D1 x f32>` whose leading axis is its format's domain
+// (batched: rows; ragged: CSR positions or completed blocks; paged: pool
+// blocks). Operands of a workload op are first brought into the result's
+// domain by explicit gathers (paged by block id, batched by row), so every
+// op below is a same-domain linalg.generic; fusion of those gathers into
+// their consumers is the job of the fusion passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Vortex/Conversion/Passes.h"
+#include "Vortex/Dialect/VortexOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::vortex {
+#define GEN_PASS_DEF_CONVERTVORTEXTOLINALG
+#include "Vortex/Conversion/Passes.h.inc"
+} // namespace mlir::vortex
+
+using namespace mlir;
+using namespace mlir::vortex;
+
+namespace {
+
+/// The value vortex_torch uses for -inf in additive masks and scans.
+constexpr double kMaskNeg = -1e30;
+
+/// Scalar helpers over an OpBuilder and a location.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value i32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value toIndex(Value v) {
+    if (v.getType().isIndex())
+      return v;
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value toI32(Value v) {
+    if (v.getType().isInteger(32))
+      return v;
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value minI(Value x, Value y) {
+    return arith::MinSIOp::create(b, loc, x, y);
+  }
+  Value maxI(Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  }
+  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value cmpF(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value addF(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value subF(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mulF(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value divF(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value maxF(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value minF(Value x, Value y) {
+    return arith::MinimumFOp::create(b, loc, x, y);
+  }
+  Value extract(Value t, ValueRange ivs) {
+    return tensor::ExtractOp::create(b, loc, t, ivs);
+  }
+  Value index(int64_t dim) { return linalg::IndexOp::create(b, loc, dim); }
+  Value dim(Value t, int64_t d) { return tensor::DimOp::create(b, loc, t, d); }
+  /// `x * alpha + beta` for the (alpha, beta) knobs.
+  Value affine(Value x, double scale, double shift) {
+    return addF(mulF(x, f32(scale)), f32(shift));
+  }
+
+  /// scf.for from lb to ub with loop-carried values.
+  scf::ForOp forLoop(Value lb, Value ub, ValueRange inits,
+                     function_ref<SmallVector<Value>(Emitter &, Value,
+                                                     ValueRange)>
+                         body) {
+    return scf::ForOp::create(
+        b, loc, lb, ub, idx(1), inits,
+        [&](OpBuilder &nb, Location l, Value iv, ValueRange args) {
+          Emitter e{nb, l};
+          SmallVector<Value> results = body(e, iv, args);
+          scf::YieldOp::create(nb, l, results);
+        });
+  }
+
+  /// scf.if yielding one value per branch.
+  Value ifElse(Value cond, function_ref<Value(Emitter &)> thenFn,
+               function_ref<Value(Emitter &)> elseFn) {
+    auto op = scf::IfOp::create(
+        b, loc, cond,
+        [&](OpBuilder &nb, Location l) {
+          Emitter e{nb, l};
+          scf::YieldOp::create(nb, l, thenFn(e));
+        },
+        [&](OpBuilder &nb, Location l) {
+          Emitter e{nb, l};
+          scf::YieldOp::create(nb, l, elseFn(e));
+        });
+    return op.getResult(0);
+  }
+};
+
+/// Neutral element of a reduction (what a masked or empty lane holds).
+static double neutralOf(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Max:
+    return -std::numeric_limits<double>::infinity();
+  case ReduceKind::Min:
+    return std::numeric_limits<double>::infinity();
+  default:
+    return 0.0;
+  }
+}
+
+/// Combine an accumulator with a new element.
+static Value combine(Emitter &e, ReduceKind kind, Value acc, Value x) {
+  switch (kind) {
+  case ReduceKind::Max:
+    return e.maxF(acc, x);
+  case ReduceKind::Min:
+    return e.minF(acc, x);
+  case ReduceKind::L2Norm:
+    return e.addF(acc, e.mulF(x, x));
+  case ReduceKind::Mean:
+  case ReduceKind::Sum:
+    return e.addF(acc, x);
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
+/// Turn an accumulated value into the result (mean divides by the real
+/// extent, l2 takes the root).
+static Value finish(Emitter &e, ReduceKind kind, Value acc, Value count) {
+  if (kind == ReduceKind::Mean)
+    return e.divF(acc, count);
+  if (kind == ReduceKind::L2Norm)
+    return math::SqrtOp::create(e.b, e.loc, acc);
+  return acc;
+}
+
+/// Lowers the ops of one flow body into the function being built.
+class BodyLowering {
+public:
+  BodyLowering(OpBuilder &builder, Location loc, FlowConfigAttr config)
+      : b(builder), e{builder, loc}, loc(loc), config(config) {
+    f32Type = b.getF32Type();
+  }
+
+  /// The domain of the body: the ragged extent and its paged block ids; on
+  /// the indexer side also the CSR and each position's row.
+  Value raggedExtent, blockIds, indptr, rowOf, numRows;
+  bool indexerSide = false;
+
+  /// Field tensors as updated so far (written back at the end).
+  DenseMap<Value, Value> fieldState;
+  /// Lowered values.
+  DenseMap<Value, Value> values;
+  /// The sparse CSR outputs (indexer side).
+  Value sparseIndptr, sparseIndices;
+
+  LogicalResult lower(Operation *op);
+
+  RankedTensorType tensorType(int64_t d0, int64_t d1) {
+    return RankedTensorType::get({ShapedType::kDynamic, d0, d1}, f32Type);
+  }
+
+  Value emptyTensor(Value lead, int64_t d0, int64_t d1) {
+    return tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, d0, d1}, f32Type,
+                                   ValueRange{lead});
+  }
+
+  /// Leading extent of the domain of `format`.
+  Value leadOf(Format format) {
+    return format == Format::Batched ? numRows : raggedExtent;
+  }
+
+  /// Budget of a row of `n` blocks: max(topk + bos + eos, int(n * ratio)).
+  Value budget(Emitter &x, Value n) {
+    int64_t fixed = config.getTopkVal() + config.getReservedBos() +
+                    config.getReservedEos();
+    double ratio = config.getTopkRatio().getValueAsDouble();
+    Value nf = arith::SIToFPOp::create(x.b, x.loc, b.getF64Type(),
+                                       x.toI32(n));
+    Value scaled = arith::MulFOp::create(
+        x.b, x.loc, nf,
+        arith::ConstantOp::create(x.b, x.loc, x.b.getF64FloatAttr(ratio)));
+    Value dyn = x.toIndex(arith::FPToSIOp::create(x.b, x.loc,
+                                                  x.b.getI32Type(), scaled));
+    return x.maxI(x.idx(fixed), dyn);
+  }
+
+  /// Row bounds [start, end) of row r in the dense CSR.
+  std::pair<Value, Value> rowBounds(Emitter &x, Value r) {
+    Value start = x.toIndex(x.extract(indptr, r));
+    Value end = x.toIndex(x.extract(indptr, x.add(r, x.idx(1))));
+    return {start, end};
+  }
+
+  /// True iff row r needs selection (more blocks than its budget).
+  Value rowNeedsSelection(Emitter &x, Value start, Value end) {
+    Value n = x.sub(end, start);
+    return x.cmpI(arith::CmpIPredicate::sgt, n, budget(x, n));
+  }
+
+private:
+  OpBuilder &b;
+  Emitter e;
+  Location loc;
+  FlowConfigAttr config;
+  Type f32Type;
+
+  VTensorType vt(Value v) { return cast<VTensorType>(v.getType()); }
+
+  /// Gather rows of `src` by the indices in `idx` (1-D tensor of i32 or
+  /// index) into a tensor with `idx`'s extent.
+  Value gather(Value src, Value idxTensor) {
+    auto srcType = cast<RankedTensorType>(src.getType());
+    int64_t d0 = srcType.getDimSize(1), d1 = srcType.getDimSize(2);
+    Value init = emptyTensor(e.dim(idxTensor, 0), d0, d1);
+    MLIRContext *ctx = b.getContext();
+    AffineMap idxMap = AffineMap::get(3, 0, {b.getAffineDimExpr(0)}, ctx);
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{idxTensor},
+        ValueRange{init},
+        ArrayRef<AffineMap>{idxMap, b.getMultiDimIdentityMap(3)},
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Emitter x{nb, l};
+          Value v = x.extract(src, {x.toIndex(args[0]), x.index(1),
+                                    x.index(2)});
+          linalg::YieldOp::create(nb, l, v);
+        });
+    return op.getResult(0);
+  }
+
+  /// The lowered value of `v` in the domain of `format`.
+  Value operandIn(Value v, Format format) {
+    Value lowered = values.lookup(v);
+    Format from = vt(v).getFormatKind();
+    if (from == format || format == Format::Batched)
+      return lowered;
+    // Ragged domain: paged/slotted by block id, batched by row.
+    if (from == Format::Batched)
+      return gather(lowered, rowOf);
+    return gather(lowered, blockIds);
+  }
+
+  /// A parallel generic over the result's shape; `body` gets the scalars of
+  /// the (broadcast) inputs.
+  Value elementwise(VTensorType resultType, ArrayRef<Value> inputs,
+                    function_ref<Value(Emitter &, ValueRange)> body) {
+    Value lead = leadOf(resultType.getFormatKind());
+    Value init = emptyTensor(lead, resultType.getD0(), resultType.getD1());
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineMap> maps;
+    for (Value in : inputs) {
+      auto t = cast<RankedTensorType>(in.getType());
+      SmallVector<AffineExpr> exprs = {b.getAffineDimExpr(0)};
+      for (unsigned a = 1; a <= 2; ++a)
+        exprs.push_back(t.getDimSize(a) == 1 && resultType.getInner(a) != 1
+                            ? b.getAffineConstantExpr(0)
+                            : b.getAffineDimExpr(a));
+      maps.push_back(AffineMap::get(3, 0, exprs, ctx));
+    }
+    maps.push_back(b.getMultiDimIdentityMap(3));
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Emitter x{nb, l};
+          linalg::YieldOp::create(nb, l, body(x, args.drop_back()));
+        });
+    return op.getResult(0);
+  }
+
+  /// A generic with no inputs: `body` computes each element from its
+  /// indices (s, i, j).
+  Value generate(Value lead, int64_t d0, int64_t d1,
+                 function_ref<Value(Emitter &, Value, Value, Value)> body) {
+    Value init = emptyTensor(lead, d0, d1);
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3)},
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          Emitter x{nb, l};
+          linalg::YieldOp::create(
+              nb, l, body(x, x.index(0), x.index(1), x.index(2)));
+        });
+    return op.getResult(0);
+  }
+
+  /// A keep-dim reduction over inner axis `dim` (1 or 2), grouped by
+  /// `factor` consecutive elements (1 = the whole axis).
+  Value reduceInner(Value input, VTensorType resultType, ReduceKind kind,
+                    int64_t dim, int64_t factor) {
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t extent = inType.getDimSize(dim);
+    int64_t group = factor == 1 ? extent : factor;
+    Value lead = leadOf(resultType.getFormatKind());
+    Value init = emptyTensor(lead, resultType.getD0(), resultType.getD1());
+    Value filled =
+        linalg::FillOp::create(b, loc, ValueRange{e.f32(neutralOf(kind))},
+                               ValueRange{init})
+            .getResult(0);
+    // Split the reduced axis into (extent / group, group) and reduce the
+    // trailing group axis: loops (s, i, j, t) over [S, D0', D1', group].
+    SmallVector<int64_t> expanded = {ShapedType::kDynamic};
+    SmallVector<ReassociationIndices> reassoc;
+    if (dim == 1) {
+      expanded.append({extent / group, group, inType.getDimSize(2)});
+      reassoc = {{0}, {1, 2}, {3}};
+    } else {
+      expanded.append({inType.getDimSize(1), extent / group, group});
+      reassoc = {{0}, {1}, {2, 3}};
+    }
+    Value split = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(expanded, f32Type), input, reassoc);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr s = b.getAffineDimExpr(0), i = b.getAffineDimExpr(1),
+               j = b.getAffineDimExpr(2), t = b.getAffineDimExpr(3);
+    AffineMap inMap = dim == 1 ? AffineMap::get(4, 0, {s, i, t, j}, ctx)
+                               : AffineMap::get(4, 0, {s, i, j, t}, ctx);
+    AffineMap outMap = AffineMap::get(4, 0, {s, i, j}, ctx);
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{filled.getType()}, ValueRange{split},
+        ValueRange{filled}, ArrayRef<AffineMap>{inMap, outMap},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel,
+         utils::IteratorType::parallel, utils::IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Emitter x{nb, l};
+          linalg::YieldOp::create(nb, l,
+                                  combine(x, kind, args[1], args[0]));
+        });
+    Value acc = op.getResult(0);
+    if (kind != ReduceKind::Mean && kind != ReduceKind::L2Norm)
+      return acc;
+    return elementwise(resultType, {acc}, [&](Emitter &x, ValueRange v) {
+      return finish(x, kind, v[0], x.f32(static_cast<double>(group)));
+    });
+  }
+
+  /// The scored range [lo, hi) of the row of ragged position s, and whether
+  /// the row needs selection.
+  struct Segment {
+    Value start, end, lo, hi, active;
+  };
+  Segment segmentOfRow(Emitter &x, Value row) {
+    auto [start, end] = rowBounds(x, row);
+    Value lo = x.add(start, x.idx(config.getReservedBos()));
+    Value hi = x.sub(end, x.idx(config.getReservedEos()));
+    return {start, end, lo, hi, rowNeedsSelection(x, start, end)};
+  }
+
+  /// Per-channel scan over the scored range of each row (softmax, L2
+  /// normalize, causal conv1d). Positions outside the range, and rows that
+  /// need no selection, hold 0.
+  Value segmentOp(Operation *op, Value input, VTensorType resultType,
+                  function_ref<Value(Emitter &, Segment &, Value s, Value i,
+                                     Value j)>
+                      compute) {
+    return generate(raggedExtent, resultType.getD0(), resultType.getD1(),
+                    [&](Emitter &x, Value s, Value i, Value j) {
+                      Segment seg = segmentOfRow(x, x.extract(rowOf, s));
+                      Value inRange = x.andI(
+                          seg.active,
+                          x.andI(x.cmpI(arith::CmpIPredicate::sge, s, seg.lo),
+                                 x.cmpI(arith::CmpIPredicate::slt, s,
+                                        seg.hi)));
+                      return x.ifElse(
+                          inRange,
+                          [&](Emitter &y) { return compute(y, seg, s, i, j); },
+                          [&](Emitter &y) { return y.f32(0.0); });
+                    });
+  }
+
+  /// Fold `fn` over positions [lo, hi) of channel (i, j) of `input`.
+  Value foldSegment(Emitter &x, Value input, Value lo, Value hi, Value i,
+                    Value j, Value init,
+                    function_ref<Value(Emitter &, Value acc, Value v)> fn) {
+    return x
+        .forLoop(lo, hi, {init},
+                 [&](Emitter &y, Value t, ValueRange acc) {
+                   Value v = y.extract(input, {t, i, j});
+                   return SmallVector<Value>{fn(y, acc[0], v)};
+                 })
+        .getResult(0);
+  }
+
+  /// Scatter rows of `value` into field `field` at block ids, for the
+  /// positions where `enabled(s)` holds.
+  Value scatterRows(Value field, Value value, Value ids,
+                    function_ref<Value(Emitter &, Value s)> enabled) {
+    auto fieldType = cast<RankedTensorType>(field.getType());
+    int64_t d0 = fieldType.getDimSize(1), d1 = fieldType.getDimSize(2);
+    return e
+        .forLoop(
+            e.idx(0), e.dim(ids, 0), {field},
+            [&](Emitter &x, Value s, ValueRange acc) {
+              Value cond = enabled(x, s);
+              Value updated = x.ifElse(
+                  cond,
+                  [&](Emitter &y) {
+                    Value block = y.toIndex(y.extract(ids, s));
+                    SmallVector<OpFoldResult> offs = {s, y.b.getIndexAttr(0),
+                                                      y.b.getIndexAttr(0)};
+                    SmallVector<OpFoldResult> dstOffs = {
+                        block, y.b.getIndexAttr(0), y.b.getIndexAttr(0)};
+                    SmallVector<OpFoldResult> sizes = {
+                        y.b.getIndexAttr(1), y.b.getIndexAttr(d0),
+                        y.b.getIndexAttr(d1)};
+                    SmallVector<OpFoldResult> strides(3, y.b.getIndexAttr(1));
+                    Value row;
+                    if (value) {
+                      row = tensor::ExtractSliceOp::create(
+                          y.b, y.loc, value, offs, sizes, strides);
+                    } else {
+                      return acc[0];
+                    }
+                    return Value(tensor::InsertSliceOp::create(
+                        y.b, y.loc, row, acc[0], dstOffs, sizes, strides));
+                  },
+                  [&](Emitter &y) { return acc[0]; });
+              return SmallVector<Value>{updated};
+            })
+        .getResult(0);
+  }
+
+  LogicalResult lowerTopK(Operation *op, Value score);
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Per-op lowering
+//===----------------------------------------------------------------------===//
+
+static Value unaryBody(Emitter &x, UnaryKind kind, Value v, double alpha,
+                       double beta) {
+  switch (kind) {
+  case UnaryKind::Relu:
+    return x.select(x.cmpF(arith::CmpFPredicate::OGE, v, x.f32(alpha)), v,
+                    x.f32(beta));
+  case UnaryKind::Sigmoid: {
+    Value ex = math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
+    return x.divF(x.f32(1.0), x.addF(x.f32(1.0), ex));
+  }
+  case UnaryKind::Silu: {
+    Value ex = math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
+    return x.divF(v, x.addF(x.f32(1.0), ex));
+  }
+  case UnaryKind::Abs:
+    return math::AbsFOp::create(x.b, x.loc, x.affine(v, beta, alpha));
+  case UnaryKind::AddMul:
+    return x.affine(v, beta, alpha);
+  case UnaryKind::Log:
+    return math::LogOp::create(x.b, x.loc, x.affine(v, beta, alpha));
+  case UnaryKind::Exp:
+    return math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
+  }
+  llvm_unreachable("unknown unary kind");
+}
+
+static arith::CmpFPredicate wherePredicate(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::WhereEqual:
+    return arith::CmpFPredicate::OEQ;
+  case BinaryKind::WhereNotEqual:
+    return arith::CmpFPredicate::UNE;
+  case BinaryKind::WhereGreater:
+    return arith::CmpFPredicate::OGT;
+  case BinaryKind::WhereGreaterEqual:
+    return arith::CmpFPredicate::OGE;
+  case BinaryKind::WhereLess:
+    return arith::CmpFPredicate::OLT;
+  default:
+    return arith::CmpFPredicate::OLE;
+  }
+}
+
+static Value binaryBody(Emitter &x, BinaryKind kind, Value a, Value c,
+                        double alpha, double beta) {
+  switch (kind) {
+  case BinaryKind::Maximum:
+    return x.maxF(a, c);
+  case BinaryKind::Minimum:
+    return x.minF(a, c);
+  case BinaryKind::Add:
+    return x.addF(x.mulF(a, x.f32(alpha)), x.mulF(c, x.f32(beta)));
+  case BinaryKind::Mul:
+    return x.mulF(a, c);
+  default:
+    return x.select(x.cmpF(wherePredicate(kind), a, c), x.f32(0.0),
+                    x.f32(kMaskNeg));
+  }
+}
+
+LogicalResult BodyLowering::lower(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
+          [&](auto u) {
+            double alpha = u.getAlpha().convertToDouble();
+            double beta = u.getBeta().convertToDouble();
+            UnaryKind kind = u.getUnaryKind();
+            setResult(elementwise(resultType(), {in(0)},
+                                  [&](Emitter &x, ValueRange v) {
+                                    return unaryBody(x, kind, v[0], alpha,
+                                                     beta);
+                                  }));
+            return success();
+          })
+      .Case<MaximumOp, MinimumOp, MultiplyOp, WhereEqualOp, WhereNotEqualOp,
+            WhereGreaterOp, WhereGreaterEqualOp, WhereLessOp,
+            WhereLessEqualOp>([&](auto bin) {
+        BinaryKind kind = bin.getBinaryKind();
+        setResult(elementwise(resultType(), {in(0), in(1)},
+                              [&](Emitter &x, ValueRange v) {
+                                return binaryBody(x, kind, v[0], v[1], 1.0,
+                                                  1.0);
+                              }));
+        return success();
+      })
+      .Case<AddOp>([&](AddOp add) {
+        double alpha = add.getAlpha().convertToDouble();
+        double beta = add.getBeta().convertToDouble();
+        setResult(elementwise(resultType(), {in(0), in(1)},
+                              [&](Emitter &x, ValueRange v) {
+                                return binaryBody(x, BinaryKind::Add, v[0],
+                                                  v[1], alpha, beta);
+                              }));
+        return success();
+      })
+      .Case<MaxOp, MinOp, MeanOp, SumOp, L2NormOp>([&](auto red) {
+        ReduceKind kind = red.getReduceKind();
+        int64_t dim = red.getDim();
+        VTensorType rt = resultType();
+        if (dim != 0) {
+          setResult(reduceInner(in(0), rt, kind, dim, 1));
+          return success();
+        }
+        // Over the scored range of each row: a batched row per CSR row.
+        Value input = values.lookup(red.getInput());
+        setResult(generate(
+            numRows, rt.getD0(), rt.getD1(),
+            [&](Emitter &x, Value r, Value i, Value j) {
+              Segment seg = segmentOfRow(x, r);
+              Value acc = foldSegment(x, input, seg.lo, seg.hi, i, j,
+                                      x.f32(neutralOf(kind)),
+                                      [&](Emitter &y, Value a, Value v) {
+                                        return combine(y, kind, a, v);
+                                      });
+              Value count = x.maxI(x.sub(seg.hi, seg.lo), x.idx(0));
+              Value countF = arith::SIToFPOp::create(
+                  x.b, x.loc, x.b.getF32Type(), x.toI32(count));
+              Value done = finish(x, kind, acc, countF);
+              if (kind != ReduceKind::Mean)
+                return done;
+              // The mean of an empty range is 0, not 0/0.
+              return x.select(x.cmpI(arith::CmpIPredicate::sgt, count,
+                                     x.idx(0)),
+                              done, x.f32(0.0));
+            }));
+        return success();
+      })
+      .Case<MaxInterleaveOp, MinInterleaveOp, MeanInterleaveOp,
+            L2NormInterleaveOp>([&](auto red) {
+        setResult(reduceInner(in(0), resultType(), red.getReduceKind(),
+                              red.getDim(), red.getFactor()));
+        return success();
+      })
+      .Case<GeMMOp, GeMVOp>([&](auto mm) {
+        VTensorType rt = resultType();
+        Value xs = in(0), ys = in(1);
+        Value init = emptyTensor(leadOf(rt.getFormatKind()), rt.getD0(),
+                                 rt.getD1());
+        Value filled = linalg::FillOp::create(b, loc, ValueRange{e.f32(0.0)},
+                                              ValueRange{init})
+                           .getResult(0);
+        MLIRContext *ctx = b.getContext();
+        AffineExpr s = b.getAffineDimExpr(0), a = b.getAffineDimExpr(1),
+                   c = b.getAffineDimExpr(2), k = b.getAffineDimExpr(3);
+        auto op = linalg::GenericOp::create(
+            b, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
+            ValueRange{filled},
+            ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx),
+                                AffineMap::get(4, 0, {s, a, k}, ctx),
+                                AffineMap::get(4, 0, {s, a, c}, ctx)},
+            {utils::IteratorType::parallel, utils::IteratorType::parallel,
+             utils::IteratorType::parallel, utils::IteratorType::reduction},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Emitter x{nb, l};
+              linalg::YieldOp::create(
+                  nb, l, x.addF(args[2], x.mulF(args[1], args[0])));
+            });
+        setResult(op.getResult(0));
+        return success();
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp sm) {
+        Value input = values.lookup(sm.getInput());
+        double scale = sm.getScale().convertToDouble();
+        setResult(segmentOp(
+            op, input, resultType(),
+            [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
+              Value m = foldSegment(
+                  x, input, seg.lo, seg.hi, i, j, x.f32(kMaskNeg),
+                  [&](Emitter &y, Value acc, Value v) {
+                    return y.maxF(acc, y.mulF(v, y.f32(scale)));
+                  });
+              Value sum = foldSegment(
+                  x, input, seg.lo, seg.hi, i, j, x.f32(0.0),
+                  [&](Emitter &y, Value acc, Value v) {
+                    Value ex = math::ExpOp::create(
+                        y.b, y.loc, y.subF(y.mulF(v, y.f32(scale)), m));
+                    return y.addF(acc, ex);
+                  });
+              Value self = x.mulF(x.extract(input, {s, i, j}), x.f32(scale));
+              Value ex = math::ExpOp::create(x.b, x.loc, x.subF(self, m));
+              return x.divF(ex, sum);
+            }));
+        return success();
+      })
+      .Case<NormalizeOp>([&](NormalizeOp nm) {
+        Value input = values.lookup(nm.getInput());
+        setResult(segmentOp(
+            op, input, resultType(),
+            [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
+              Value ss = foldSegment(x, input, seg.lo, seg.hi, i, j,
+                                     x.f32(0.0),
+                                     [&](Emitter &y, Value acc, Value v) {
+                                       return y.addF(acc, y.mulF(v, v));
+                                     });
+              Value norm = x.maxF(math::SqrtOp::create(x.b, x.loc, ss),
+                                  x.f32(1e-12));
+              return x.divF(x.extract(input, {s, i, j}), norm);
+            }));
+        return success();
+      })
+      .Case<Conv1dOp>([&](Conv1dOp conv) {
+        Value input = values.lookup(conv.getInput());
+        auto weightAttr = conv.getWeight();
+        int64_t taps = cast<ShapedType>(weightAttr.getType()).getDimSize(0);
+        Value weight = arith::ConstantOp::create(b, loc, weightAttr);
+        setResult(segmentOp(
+            op, input, resultType(),
+            [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
+              // Taps k with s - k >= lo (zero before the segment start).
+              Value count = x.minI(x.idx(taps),
+                                   x.add(x.sub(s, seg.lo), x.idx(1)));
+              return x
+                  .forLoop(x.idx(0), count, {x.f32(0.0)},
+                           [&](Emitter &y, Value k, ValueRange acc) {
+                             Value w = y.extract(weight, {k, i, j});
+                             Value v = y.extract(input, {y.sub(s, k), i, j});
+                             return SmallVector<Value>{
+                                 y.addF(acc[0], y.mulF(w, v))};
+                           })
+                  .getResult(0);
+            }));
+        return success();
+      })
+      .Case<TransposeOp>([&](TransposeOp) {
+        VTensorType rt = resultType();
+        Value input = in(0);
+        setResult(generate(leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+                           [&](Emitter &x, Value s, Value i, Value j) {
+                             return x.extract(input, {s, j, i});
+                           }));
+        return success();
+      })
+      .Case<ReshapeOp>([&](ReshapeOp rs) {
+        VTensorType rt = resultType();
+        int64_t y1 = vt(rs.getInput()).getD1();
+        Value input = in(0);
+        setResult(generate(
+            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            [&](Emitter &x, Value s, Value i, Value j) {
+              Value flat = x.add(x.mul(i, x.idx(rt.getD1())), j);
+              Value r = arith::DivUIOp::create(x.b, x.loc, flat, x.idx(y1));
+              Value c = arith::RemUIOp::create(x.b, x.loc, flat, x.idx(y1));
+              return x.extract(input, {s, r, c});
+            }));
+        return success();
+      })
+      .Case<KronOp>([&](KronOp kron) {
+        VTensorType rt = resultType();
+        VTensorType xt = vt(kron.getLhs()), yt = vt(kron.getRhs());
+        bool isKron[3] = {false, false, false};
+        for (int64_t d : kron.getDims())
+          isKron[d] = true;
+        Value xs = in(0), ys = in(1);
+        setResult(generate(
+            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            [&](Emitter &x, Value s, Value i, Value j) {
+              Value pos[3] = {s, i, j};
+              SmallVector<Value> xi = {s}, yi = {s};
+              for (unsigned a = 1; a <= 2; ++a) {
+                if (isKron[a]) {
+                  Value ya = x.idx(yt.getInner(a));
+                  xi.push_back(arith::DivUIOp::create(x.b, x.loc, pos[a], ya));
+                  yi.push_back(arith::RemUIOp::create(x.b, x.loc, pos[a], ya));
+                  continue;
+                }
+                xi.push_back(xt.getInner(a) == 1 ? x.idx(0) : pos[a]);
+                yi.push_back(yt.getInner(a) == 1 ? x.idx(0) : pos[a]);
+              }
+              return x.mulF(x.extract(xs, xi), x.extract(ys, yi));
+            }));
+        return success();
+      })
+      .Case<MaskSliceOp>([&](MaskSliceOp ms) {
+        VTensorType rt = resultType();
+        int64_t dim = ms.getDim(), start = ms.getStart(), end = ms.getEnd();
+        double alpha = ms.getAlpha().convertToDouble();
+        double beta = ms.getBeta().convertToDouble();
+        setResult(generate(
+            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            [&](Emitter &x, Value, Value i, Value j) {
+              Value p = dim == 1 ? i : j;
+              Value inside =
+                  x.andI(x.cmpI(arith::CmpIPredicate::sge, p, x.idx(start)),
+                         x.cmpI(arith::CmpIPredicate::slt, p, x.idx(end)));
+              return x.select(inside, x.f32(alpha), x.f32(beta));
+            }));
+        return success();
+      })
+      .Case<LoadOp>([&](LoadOp load) {
+        setResult(gather(values.lookup(load.getField()), blockIds));
+        return success();
+      })
+      .Case<SaveOp>([&](SaveOp save) {
+        Value field = save.getField();
+        Value value = operandIn(save.getValue(), Format::Ragged);
+        // vortex_torch saves only the scored blocks [0, n - eos) of rows
+        // that need selection (other rows get no workload).
+        fieldState[field] = scatterRows(
+            fieldState.lookup(field), value, blockIds,
+            [&](Emitter &x, Value s) {
+              Segment seg = segmentOfRow(x, x.extract(rowOf, s));
+              return x.andI(seg.active,
+                            x.cmpI(arith::CmpIPredicate::slt, s, seg.hi));
+            });
+        return success();
+      })
+      .Case<WriteOp>([&](WriteOp write) {
+        Value field = write.getField();
+        Value value = operandIn(write.getValue(), Format::Ragged);
+        fieldState[field] =
+            scatterRows(fieldState.lookup(field), value, blockIds,
+                        [&](Emitter &x, Value) {
+                          return arith::ConstantOp::create(
+                              x.b, x.loc, x.b.getBoolAttr(true));
+                        });
+        return success();
+      })
+      .Case<FillOp>([&](FillOp fill) {
+        Value field = fill.getField();
+        VTensorType ft = vt(field);
+        double value = fill.getValue().convertToDouble();
+        Value rows = generate(raggedExtent, ft.getD0(), ft.getD1(),
+                              [&](Emitter &x, Value, Value, Value) {
+                                return x.f32(value);
+                              });
+        fieldState[field] =
+            scatterRows(fieldState.lookup(field), rows, blockIds,
+                        [&](Emitter &x, Value) {
+                          return arith::ConstantOp::create(
+                              x.b, x.loc, x.b.getBoolAttr(true));
+                        });
+        return success();
+      })
+      .Case<TopKOp, ApproxTopKOp>(
+          [&](auto sel) { return lowerTopK(op, sel.getScore()); })
+      .Default([&](Operation *other) {
+        return other->emitOpError("has no lowering to linalg yet");
+      });
+}
+
+/// Per row: keep every block if the row fits its budget, else the first
+/// bos, the best-scored blocks of [bos, n - eos) in descending score order
+/// (ties to the lower position), and the last eos. Writes the sparse CSR.
+LogicalResult BodyLowering::lowerTopK(Operation *op, Value scoreValue) {
+  Value score = operandIn(scoreValue, Format::Ragged);
+  int64_t bos = config.getReservedBos(), eos = config.getReservedEos();
+  Value indptr0 = tensor::InsertOp::create(b, loc, e.i32(0), sparseIndptr,
+                                           ValueRange{e.idx(0)});
+  auto copyRange = [&](Emitter &x, Value dest, Value from, Value to,
+                       Value at) {
+    return x
+        .forLoop(from, to, {dest},
+                 [&](Emitter &y, Value t, ValueRange acc) {
+                   Value id = y.extract(blockIds, t);
+                   Value pos = y.add(at, y.sub(t, from));
+                   return SmallVector<Value>{tensor::InsertOp::create(
+                       y.b, y.loc, id, acc[0], ValueRange{pos})};
+                 })
+        .getResult(0);
+  };
+  auto scoreAt = [&](Emitter &x, Value p) {
+    Value v = x.extract(score, {p, x.idx(0), x.idx(0)});
+    // NaN never wins: treat it as -inf.
+    Value isNan = x.cmpF(arith::CmpFPredicate::UNO, v, v);
+    return x.select(isNan, x.f32(-std::numeric_limits<double>::infinity()),
+                    v);
+  };
+  auto loop = e.forLoop(
+      e.idx(0), numRows, {indptr0, sparseIndices, e.idx(0)},
+      [&](Emitter &x, Value r, ValueRange acc) {
+        auto [start, end] = rowBounds(x, r);
+        Value n = x.sub(end, start);
+        Value bud = budget(x, n);
+        Value count = x.minI(n, bud);
+        Value offset = acc[2];
+        Value nextOffset = x.add(offset, count);
+        Value ptr = tensor::InsertOp::create(x.b, x.loc, x.toI32(nextOffset),
+                                             acc[0],
+                                             ValueRange{x.add(r, x.idx(1))});
+        Value needs = x.cmpI(arith::CmpIPredicate::sgt, n, bud);
+        Value indices = x.ifElse(
+            needs,
+            [&](Emitter &y) {
+              Value d = copyRange(y, acc[1], start,
+                                  y.add(start, y.idx(bos)), offset);
+              d = copyRange(y, d, y.sub(end, y.idx(eos)), end,
+                            y.sub(y.add(offset, bud), y.idx(eos)));
+              Value k = y.sub(bud, y.idx(bos + eos));
+              Value lo = y.add(start, y.idx(bos));
+              Value hi = y.sub(end, y.idx(eos));
+              Value inf = y.f32(std::numeric_limits<double>::infinity());
+              return y
+                  .forLoop(
+                      y.idx(0), k, {d, inf, y.idx(-1)},
+                      [&](Emitter &z, Value jth, ValueRange st) {
+                        Value prevScore = st[1], prevPos = st[2];
+                        // The best candidate strictly after the previous
+                        // pick in (score desc, position asc) order.
+                        auto best = z.forLoop(
+                            lo, hi,
+                            {z.f32(-std::numeric_limits<double>::infinity()),
+                             z.idx(-1)},
+                            [&](Emitter &w, Value p, ValueRange cur) {
+                              Value sc = scoreAt(w, p);
+                              Value after = w.orI(
+                                  w.cmpF(arith::CmpFPredicate::OLT, sc,
+                                         prevScore),
+                                  w.andI(w.cmpF(arith::CmpFPredicate::OEQ, sc,
+                                                prevScore),
+                                         w.cmpI(arith::CmpIPredicate::sgt, p,
+                                                prevPos)));
+                              Value better = w.orI(
+                                  w.cmpI(arith::CmpIPredicate::slt, cur[1],
+                                         w.idx(0)),
+                                  w.cmpF(arith::CmpFPredicate::OGT, sc,
+                                         cur[0]));
+                              Value take = w.andI(after, better);
+                              return SmallVector<Value>{
+                                  w.select(take, sc, cur[0]),
+                                  w.select(take, p, cur[1])};
+                            });
+                        Value bestScore = best.getResult(0);
+                        Value bestPos = best.getResult(1);
+                        Value id = z.extract(blockIds, bestPos);
+                        Value at = z.add(offset, z.add(z.idx(bos), jth));
+                        Value dest = tensor::InsertOp::create(
+                            z.b, z.loc, id, st[0], ValueRange{at});
+                        return SmallVector<Value>{dest, bestScore, bestPos};
+                      })
+                  .getResult(0);
+            },
+            [&](Emitter &y) { return copyRange(y, acc[1], start, end, offset); });
+        return SmallVector<Value>{ptr, indices, nextOffset};
+      });
+  sparseIndptr = loop.getResult(0);
+  sparseIndices = loop.getResult(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Flow -> functions
+//===----------------------------------------------------------------------===//
+
+static MemRefType memrefOf(VTensorType t) {
+  Type elt = isa<FloatType>(t.getElementType())
+                 ? Float32Type::get(t.getContext())
+                 : t.getElementType();
+  return MemRefType::get(t.getShape(), elt);
+}
+
+static Value toTensor(OpBuilder &b, Location loc, Value memref,
+                      bool writable) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto tensorType = RankedTensorType::get(type.getShape(),
+                                          type.getElementType());
+  return bufferization::ToTensorOp::create(b, loc, tensorType, memref,
+                                           /*restrict=*/true, writable);
+}
+
+static void writeBack(OpBuilder &b, Location loc, Value tensor,
+                      Value memref) {
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, TypeRange{}, tensor, memref, /*restrict=*/true,
+      /*writable=*/true);
+}
+
+/// Creates `@<flow><suffix>` with the given argument types and names and
+/// returns its entry block.
+static func::FuncOp createStepFunction(OpBuilder &b, FlowOp flow,
+                                       StringRef suffix,
+                                       ArrayRef<Type> argTypes,
+                                       ArrayRef<std::string> argNames) {
+  auto type = b.getFunctionType(argTypes, {});
+  auto func = func::FuncOp::create(b, flow.getLoc(),
+                                   (flow.getSymName() + suffix).str(), type);
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (auto [i, name] : llvm::enumerate(argNames))
+    func.setArgAttr(i, "vortex.name", b.getStringAttr(name));
+  func.addEntryBlock();
+  return func;
+}
+
+static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow) {
+  Location loc = flow.getLoc();
+  MLIRContext *ctx = flow.getContext();
+  Block &body = flow.getIndexerBody();
+  auto i32Vec = MemRefType::get({ShapedType::kDynamic},
+                                IntegerType::get(ctx, 32));
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> names;
+  // q, then k, v and the fields (o is replaced by the sparse CSR).
+  argTypes.push_back(memrefOf(cast<VTensorType>(body.getArgument(0).getType())));
+  names.push_back("q");
+  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
+    argTypes.push_back(
+        memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
+    names.push_back(name.str());
+  }
+  for (StringRef name : {"dense_kv_indptr", "dense_kv_indices",
+                         "sparse_kv_indptr", "sparse_kv_indices"}) {
+    argTypes.push_back(i32Vec);
+    names.push_back(name.str());
+  }
+  func::FuncOp func =
+      createStepFunction(moduleBuilder, flow, "_indexer", argTypes, names);
+  OpBuilder b = OpBuilder::atBlockBegin(&func.front());
+  Emitter e{b, loc};
+  ValueRange args = func.getArguments();
+  size_t numCache = flow.getCacheTensorNames().size();
+
+  BodyLowering lowering(b, loc, flow.getConfig());
+  lowering.indexerSide = true;
+  lowering.indptr = toTensor(b, loc, args[1 + numCache], false);
+  lowering.blockIds = toTensor(b, loc, args[2 + numCache], false);
+  lowering.sparseIndptr = toTensor(b, loc, args[3 + numCache], true);
+  lowering.sparseIndices = toTensor(b, loc, args[4 + numCache], true);
+  lowering.raggedExtent = e.dim(lowering.blockIds, 0);
+  lowering.numRows = e.sub(e.dim(lowering.indptr, 0), e.idx(1));
+
+  // rowOf[s] = the CSR row owning ragged position s.
+  Value rowOfInit = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{ShapedType::kDynamic}, b.getIndexType(),
+      ValueRange{lowering.raggedExtent});
+  lowering.rowOf =
+      e.forLoop(e.idx(0), lowering.numRows, {rowOfInit},
+                [&](Emitter &x, Value r, ValueRange acc) {
+                  auto [start, end] = lowering.rowBounds(x, r);
+                  return SmallVector<Value>{
+                      x.forLoop(start, end, {acc[0]},
+                                [&](Emitter &y, Value s, ValueRange inner) {
+                                  return SmallVector<Value>{
+                                      tensor::InsertOp::create(
+                                          y.b, y.loc, r, inner[0],
+                                          ValueRange{s})};
+                                })
+                          .getResult(0)};
+                })
+          .getResult(0);
+
+  lowering.values[body.getArgument(0)] = toTensor(b, loc, args[0], false);
+  SmallVector<Value> fieldArgs;
+  for (size_t i = 0; i < numCache; ++i) {
+    Value field = body.getArgument(2 + i);
+    Value t = toTensor(b, loc, args[1 + i], true);
+    lowering.values[field] = t;
+    lowering.fieldState[field] = t;
+  }
+  for (Operation &op : body)
+    if (failed(lowering.lower(&op)))
+      return failure();
+  for (size_t i = 0; i < numCache; ++i) {
+    Value field = body.getArgument(2 + i);
+    if (lowering.fieldState[field] != lowering.values[field])
+      writeBack(b, loc, lowering.fieldState[field], args[1 + i]);
+  }
+  writeBack(b, loc, lowering.sparseIndptr, args[3 + numCache]);
+  writeBack(b, loc, lowering.sparseIndices, args[4 + numCache]);
+  func::ReturnOp::create(b, loc);
+  return success();
+}
+
+static LogicalResult lowerCache(OpBuilder &moduleBuilder, FlowOp flow) {
+  Location loc = flow.getLoc();
+  Block &body = flow.getCacheBody();
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> names;
+  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
+    auto t = cast<VTensorType>(body.getArgument(i).getType());
+    argTypes.push_back(memrefOf(t.isSlotted() ? t.withFormat(Format::Paged)
+                                              : t));
+    names.push_back(name.str());
+  }
+  argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
+                                     IntegerType::get(flow.getContext(), 32)));
+  names.push_back("block_ids");
+  func::FuncOp func =
+      createStepFunction(moduleBuilder, flow, "_cache", argTypes, names);
+  OpBuilder b = OpBuilder::atBlockBegin(&func.front());
+  Emitter e{b, loc};
+  ValueRange args = func.getArguments();
+  size_t numCache = body.getNumArguments();
+
+  BodyLowering lowering(b, loc, flow.getConfig());
+  lowering.blockIds = toTensor(b, loc, args[numCache], false);
+  lowering.raggedExtent = e.dim(lowering.blockIds, 0);
+  for (size_t i = 0; i < numCache; ++i) {
+    Value t = toTensor(b, loc, args[i], i >= 2);
+    lowering.values[body.getArgument(i)] = t;
+    lowering.fieldState[body.getArgument(i)] = t;
+  }
+  for (Operation &op : body)
+    if (failed(lowering.lower(&op)))
+      return failure();
+  for (size_t i = 2; i < numCache; ++i) {
+    Value field = body.getArgument(i);
+    if (lowering.fieldState[field] != lowering.values[field])
+      writeBack(b, loc, lowering.fieldState[field], args[i]);
+  }
+  func::ReturnOp::create(b, loc);
+  return success();
+}
+
+namespace {
+struct ConvertVortexToLinalgPass
+    : public vortex::impl::ConvertVortexToLinalgBase<
+          ConvertVortexToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<FlowOp> flows(module.getOps<FlowOp>());
+    for (FlowOp flow : flows) {
+      OpBuilder b(flow);
+      if (failed(lowerIndexer(b, flow)) || failed(lowerCache(b, flow)))
+        return signalPassFailure();
+      flow.erase();
+    }
+  }
+};
+} // namespace
