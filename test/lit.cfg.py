@@ -3,6 +3,7 @@
 
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -28,6 +29,7 @@ config.substitutions.append(("%cmake_generator", config.cmake_generator))
 config.substitutions.append(("%cmake_make_program", config.cmake_make_program))
 config.substitutions.append(("%cmake", config.cmake_command))
 config.substitutions.append(("%cxx", config.cxx_compiler))
+config.substitutions.append(("%cc", config.c_compiler))
 config.substitutions.append(("%mlir_dir", config.mlir_dir))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 
@@ -48,8 +50,9 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # Optional capabilities.
 if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
-try:
-    import numpy  # noqa: F401
+# numpy as %python sees it (lit itself may run under another Python).
+_python = config.python_executable or shutil.which("python3")
+if _python and subprocess.run([_python, "-c", "import numpy"],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("numpy")
-except ImportError:
-    pass

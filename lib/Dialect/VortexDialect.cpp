@@ -191,8 +191,14 @@ Type VTensorType::parse(AsmParser &parser) {
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/true,
                                 /*withTrailingX=*/true) ||
-      parser.parseType(elementType) || parser.parseComma())
+      parser.parseType(elementType))
     return {};
+  if (failed(parser.parseOptionalComma())) {
+    parser.emitError(parser.getCurrentLocation(),
+                     "expected ', #vortex.format<...>' after the element type "
+                     "(a vtensor needs a format)");
+    return {};
+  }
   llvm::SMLoc formatLoc = parser.getCurrentLocation();
   if (parser.parseAttribute(formatAttr))
     return {};

@@ -3,6 +3,7 @@
 #include "Vortex/Registration.h"
 #include "Vortex/Conversion/Passes.h"
 #include "Vortex/Dialect/VortexDialect.h"
+#include "Vortex/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -12,4 +13,5 @@ void mlir::vortex::registerAllVortexDialects(DialectRegistry &registry) {
 
 void mlir::vortex::registerAllVortexPasses() {
   registerVortexConversionPasses();
+  registerVortexPipelines();
 }

@@ -458,7 +458,14 @@ private:
         .getResult(0);
   }
 
-  LogicalResult lowerTopK(Operation *op, Value score);
+  /// Per-row selection into `dest`. `packed`: rows are written back to back
+  /// from offset 0 and `counts` becomes the sparse indptr (CSR); otherwise
+  /// each row is written at its dense CSR start, padded with -1, and
+  /// `counts` holds each row's count. `fixedBudget` < 0 uses the flow's
+  /// budget rule, else bos + fixedBudget + eos.
+  std::pair<Value, Value> selectRows(Value score, Value dest, Value counts,
+                                     bool packed, int64_t fixedBudget);
+  LogicalResult lowerUnion(UnionOp op);
 };
 
 } // namespace
@@ -806,25 +813,47 @@ LogicalResult BodyLowering::lower(Operation *op) {
                         });
         return success();
       })
-      .Case<TopKOp, ApproxTopKOp>(
-          [&](auto sel) { return lowerTopK(op, sel.getScore()); })
+      .Case<TopKOp, ApproxTopKOp>([&](auto sel) {
+        // approx_topk is exact here: recall 1 >= 1 - tolerate_ratio.
+        std::tie(sparseIndices, sparseIndptr) = selectRows(
+            operandIn(sel.getScore(), Format::Ragged), sparseIndices,
+            sparseIndptr, /*packed=*/true, /*fixedBudget=*/-1);
+        return success();
+      })
+      .Case<TrtllmTopKOp>([&](TrtllmTopKOp sel) {
+        auto i32Vec = [&](Value lead) {
+          return tensor::EmptyOp::create(
+              b, loc, ArrayRef<int64_t>{ShapedType::kDynamic},
+              b.getI32Type(), ValueRange{lead});
+        };
+        auto [table, seqlens] = selectRows(
+            operandIn(sel.getScore(), Format::Ragged), i32Vec(raggedExtent),
+            i32Vec(numRows), /*packed=*/false, sel.getK());
+        values[sel.getBlockTable()] = table;
+        values[sel.getSeqlens()] = seqlens;
+        return success();
+      })
+      .Case<UnionOp>([&](UnionOp u) { return lowerUnion(u); })
       .Default([&](Operation *other) {
-        return other->emitOpError("has no lowering to linalg yet");
+        // Unreachable for verified flows: the flow verifier admits only
+        // the ops handled above.
+        return other->emitOpError("cannot be lowered to linalg");
       });
 }
 
 /// Per row: keep every block if the row fits its budget, else the first
 /// bos, the best-scored blocks of [bos, n - eos) in descending score order
-/// (ties to the lower position), and the last eos. Writes the sparse CSR.
-LogicalResult BodyLowering::lowerTopK(Operation *op, Value scoreValue) {
-  Value score = operandIn(scoreValue, Format::Ragged);
+/// (ties to the lower position), and the last eos.
+std::pair<Value, Value> BodyLowering::selectRows(Value score, Value dest,
+                                                 Value counts, bool packed,
+                                                 int64_t fixedBudget) {
   int64_t bos = config.getReservedBos(), eos = config.getReservedEos();
-  Value indptr0 = tensor::InsertOp::create(b, loc, e.i32(0), sparseIndptr,
-                                           ValueRange{e.idx(0)});
-  auto copyRange = [&](Emitter &x, Value dest, Value from, Value to,
-                       Value at) {
+  if (packed)
+    counts = tensor::InsertOp::create(b, loc, e.i32(0), counts,
+                                      ValueRange{e.idx(0)});
+  auto copyRange = [&](Emitter &x, Value d, Value from, Value to, Value at) {
     return x
-        .forLoop(from, to, {dest},
+        .forLoop(from, to, {d},
                  [&](Emitter &y, Value t, ValueRange acc) {
                    Value id = y.extract(blockIds, t);
                    Value pos = y.add(at, y.sub(t, from));
@@ -841,22 +870,40 @@ LogicalResult BodyLowering::lowerTopK(Operation *op, Value scoreValue) {
                     v);
   };
   auto loop = e.forLoop(
-      e.idx(0), numRows, {indptr0, sparseIndices, e.idx(0)},
+      e.idx(0), numRows, {counts, dest, e.idx(0)},
       [&](Emitter &x, Value r, ValueRange acc) {
         auto [start, end] = rowBounds(x, r);
         Value n = x.sub(end, start);
-        Value bud = budget(x, n);
+        Value bud = fixedBudget < 0 ? budget(x, n)
+                                    : x.idx(bos + fixedBudget + eos);
         Value count = x.minI(n, bud);
-        Value offset = acc[2];
-        Value nextOffset = x.add(offset, count);
-        Value ptr = tensor::InsertOp::create(x.b, x.loc, x.toI32(nextOffset),
-                                             acc[0],
-                                             ValueRange{x.add(r, x.idx(1))});
+        Value offset = packed ? acc[2] : start;
+        Value nextOffset = x.add(acc[2], count);
+        Value newCounts =
+            packed ? tensor::InsertOp::create(x.b, x.loc, x.toI32(nextOffset),
+                                              acc[0],
+                                              ValueRange{x.add(r, x.idx(1))})
+                         .getResult()
+                   : tensor::InsertOp::create(x.b, x.loc, x.toI32(count),
+                                              acc[0], ValueRange{r})
+                         .getResult();
+        Value rowDest = acc[1];
+        if (!packed) {
+          // Unselected slots of the row's table hold -1.
+          rowDest = x.forLoop(x.add(start, count), end, {rowDest},
+                              [&](Emitter &y, Value t, ValueRange a) {
+                                return SmallVector<Value>{
+                                    tensor::InsertOp::create(
+                                        y.b, y.loc, y.i32(-1), a[0],
+                                        ValueRange{t})};
+                              })
+                        .getResult(0);
+        }
         Value needs = x.cmpI(arith::CmpIPredicate::sgt, n, bud);
         Value indices = x.ifElse(
             needs,
             [&](Emitter &y) {
-              Value d = copyRange(y, acc[1], start,
+              Value d = copyRange(y, rowDest, start,
                                   y.add(start, y.idx(bos)), offset);
               d = copyRange(y, d, y.sub(end, y.idx(eos)), end,
                             y.sub(y.add(offset, bud), y.idx(eos)));
@@ -898,14 +945,90 @@ LogicalResult BodyLowering::lowerTopK(Operation *op, Value scoreValue) {
                         Value bestPos = best.getResult(1);
                         Value id = z.extract(blockIds, bestPos);
                         Value at = z.add(offset, z.add(z.idx(bos), jth));
-                        Value dest = tensor::InsertOp::create(
+                        Value out = tensor::InsertOp::create(
                             z.b, z.loc, id, st[0], ValueRange{at});
-                        return SmallVector<Value>{dest, bestScore, bestPos};
+                        return SmallVector<Value>{out, bestScore, bestPos};
                       })
                   .getResult(0);
             },
-            [&](Emitter &y) { return copyRange(y, acc[1], start, end, offset); });
-        return SmallVector<Value>{ptr, indices, nextOffset};
+            [&](Emitter &y) {
+              return copyRange(y, rowDest, start, end, offset);
+            });
+        return SmallVector<Value>{newCounts, indices, nextOffset};
+      });
+  return {loop.getResult(1), loop.getResult(0)};
+}
+
+/// Per row: the deduplicated union of two selections (first the left one's
+/// blocks, then the right one's new blocks), with the row's true last block
+/// pinned at the tail. Writes the sparse CSR.
+LogicalResult BodyLowering::lowerUnion(UnionOp op) {
+  Value tables[2] = {values.lookup(op.getLhsTable()),
+                     values.lookup(op.getRhsTable())};
+  Value lens[2] = {values.lookup(op.getLhsSeqlens()),
+                   values.lookup(op.getRhsSeqlens())};
+  Value indptr0 = tensor::InsertOp::create(b, loc, e.i32(0), sparseIndptr,
+                                           ValueRange{e.idx(0)});
+  auto loop = e.forLoop(
+      e.idx(0), numRows, {indptr0, sparseIndices, e.idx(0)},
+      [&](Emitter &x, Value r, ValueRange acc) {
+        auto [start, end] = rowBounds(x, r);
+        Value hasBlocks = x.cmpI(arith::CmpIPredicate::sgt, end, start);
+        Value last = x.ifElse(
+            hasBlocks,
+            [&](Emitter &y) {
+              return y.extract(blockIds, y.sub(end, y.idx(1)));
+            },
+            [&](Emitter &y) { return y.i32(-1); });
+        Value dest = acc[1], offset = acc[2], size = x.idx(0);
+        for (int side = 0; side < 2; ++side) {
+          Value len = x.toIndex(x.extract(lens[side], r));
+          auto appended = x.forLoop(
+              start, x.add(start, len), {dest, size},
+              [&](Emitter &y, Value t, ValueRange st) {
+                Value id = y.extract(tables[side], t);
+                // Skip -1 padding, the pinned last block and duplicates.
+                Value seen = y.forLoop(
+                                  offset, y.add(offset, st[1]),
+                                  {y.cmpI(arith::CmpIPredicate::eq, id,
+                                          last)},
+                                  [&](Emitter &w, Value q, ValueRange f) {
+                                    Value same = w.cmpI(
+                                        arith::CmpIPredicate::eq,
+                                        w.extract(st[0], q), id);
+                                    return SmallVector<Value>{
+                                        w.orI(f[0], same)};
+                                  })
+                                 .getResult(0);
+                Value skip = y.orI(
+                    seen, y.cmpI(arith::CmpIPredicate::slt, id, y.i32(0)));
+                Value pos = y.add(offset, st[1]);
+                // scf.if (not a select) keeps the tensor update in place.
+                Value updated = y.ifElse(
+                    skip, [&](Emitter &) { return st[0]; },
+                    [&](Emitter &w) {
+                      return Value(tensor::InsertOp::create(
+                          w.b, w.loc, id, st[0], ValueRange{pos}));
+                    });
+                return SmallVector<Value>{
+                    updated, y.select(skip, st[1], y.add(st[1], y.idx(1)))};
+              });
+          dest = appended.getResult(0);
+          size = appended.getResult(1);
+        }
+        Value tail = x.add(offset, size);
+        dest = x.ifElse(
+            hasBlocks,
+            [&](Emitter &y) {
+              return Value(tensor::InsertOp::create(y.b, y.loc, last, dest,
+                                                    ValueRange{tail}));
+            },
+            [&](Emitter &) { return dest; });
+        size = x.select(hasBlocks, x.add(size, x.idx(1)), size);
+        Value next = x.add(offset, size);
+        Value ptr = tensor::InsertOp::create(x.b, x.loc, x.toI32(next), acc[0],
+                                             ValueRange{x.add(r, x.idx(1))});
+        return SmallVector<Value>{ptr, dest, next};
       });
   sparseIndptr = loop.getResult(0);
   sparseIndices = loop.getResult(1);
@@ -1088,6 +1211,17 @@ struct ConvertVortexToLinalgPass
         return signalPassFailure();
       flow.erase();
     }
+    // Vortex values only have a meaning inside a flow (their formats are
+    // addressed through the flow's CSR): reject stray ops.
+    WalkResult stray = module.walk([](Operation *op) {
+      if (!isa<VortexDialect>(op->getDialect()))
+        return WalkResult::advance();
+      op->emitOpError("outside a vortex.flow cannot be lowered: its formats "
+                      "are addressed through a flow's block lists");
+      return WalkResult::interrupt();
+    });
+    if (stray.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

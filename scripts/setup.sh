@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+#===- scripts/setup.sh - Install what building and testing Vortex needs ---===#
+#
+# For Debian 12 (bookworm). Installs only what is missing, so it is safe to run
+# again and quick when everything is there:
+#   - LLVM/MLIR 22 (llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools,
+#     from bookworm-security): libMLIR.so, headers, CMake packages,
+#     mlir-tblgen, mlir-opt, FileCheck, not and lit (/usr/lib/llvm-22/bin/lit);
+#   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
+#     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
+#   - python3 with numpy (for the tests that use it).
+# `apt-get update` runs only when a package has to be installed. Uses sudo
+# only when not root.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+LLVM_VERSION=22
+CMAKE_MIN_VERSION=3.20
+
+log() { echo "[setup] $*" >&2; }
+die() { echo "[setup] error: $*" >&2; exit 1; }
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# True if the Debian package is installed.
+installed() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+# True if version $1 >= version $2.
+version_ge() {
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]
+}
+
+cmake_ok() {
+  have cmake || return 1
+  local v
+  v=$(cmake --version 2>/dev/null | head -n1 | awk '{print $3}')
+  [ -n "$v" ] && version_ge "$v" "$CMAKE_MIN_VERSION"
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif have sudo; then
+    sudo "$@"
+  else
+    die "need root or sudo to run: $*"
+  fi
+}
+
+APT_UPDATED=0
+apt_install() {
+  [ "$#" -gt 0 ] || return 0
+  have apt-get || die "apt-get not found: this script is for Debian 12; install $* by hand"
+  if [ "$APT_UPDATED" -eq 0 ]; then
+    log "apt-get update"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends "$@"
+}
+
+#--- Debian packages ---------------------------------------------------------
+packages=(
+  "llvm-${LLVM_VERSION}-dev"
+  "libmlir-${LLVM_VERSION}-dev"
+  "mlir-${LLVM_VERSION}-tools"
+  "llvm-${LLVM_VERSION}-tools"
+  python3  # /usr/bin/python3 runs lit
+)
+have g++ || packages+=(g++)
+have gcc || packages+=(gcc)
+cmake_ok || packages+=(cmake)
+have ninja || packages+=(ninja-build)
+
+missing=()
+for p in "${packages[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+apt_install "${missing[@]}"
+
+# apt's cmake (3.25 on Debian 12) suffices; an older one elsewhere: pip's.
+if ! cmake_ok; then
+  log "cmake >= ${CMAKE_MIN_VERSION} not found; installing it with pip"
+  python3 -m pip install --quiet --user cmake || die "cannot install cmake"
+  export PATH="$HOME/.local/bin:$PATH"
+  cmake_ok || die "cmake >= ${CMAKE_MIN_VERSION} still not on PATH (try \$HOME/.local/bin)"
+fi
+
+#--- Python packages ---------------------------------------------------------
+if ! python3 -c 'import numpy' >/dev/null 2>&1; then
+  log "installing numpy for $(command -v python3)"
+  # pip where the Python allows it; Debian's externally managed Python takes
+  # python3-numpy instead.
+  python3 -m pip install --quiet numpy 2>/dev/null || apt_install python3-numpy
+  python3 -c 'import numpy' >/dev/null 2>&1 \
+    || die "numpy is not importable by $(command -v python3)"
+fi
+
+#--- Check -------------------------------------------------------------------
+LLVM_PREFIX="/usr/lib/llvm-${LLVM_VERSION}"
+for f in "$LLVM_PREFIX/lib/cmake/mlir/MLIRConfig.cmake" \
+         "$LLVM_PREFIX/lib/libMLIR.so" \
+         "$LLVM_PREFIX/bin/mlir-tblgen" "$LLVM_PREFIX/bin/mlir-opt" \
+         "$LLVM_PREFIX/bin/FileCheck" "$LLVM_PREFIX/bin/lit"; do
+  [ -e "$f" ] || die "$f is missing after the install"
+done
+have ninja || die "ninja is not on PATH"
+log "ok: LLVM/MLIR $("$LLVM_PREFIX/bin/llvm-config" --version)," \
+    "$(cmake --version | head -n1), ninja $(ninja --version)," \
+    "$(g++ --version | head -n1)"

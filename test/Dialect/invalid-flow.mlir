@@ -1,0 +1,887 @@
+// RUN: vortex-opt %s -split-input-file -verify-diagnostics --allow-unregistered-dialect
+
+// One case per rule of vortex.flow (FlowOp::verifyRegions and the flow
+// parser). Every case uses the config below: block_size = head_dim =
+// group_size = 1, so k, v, q and [1, 1] fields are all ?x1x1.
+
+// Fields named k or v are implicit.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'k' is implicit and must not be declared}}
+vortex.flow @f config = #cfg fields(k = [1, 1])
+cache(%k: !p, %v: !p, %k2: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %k2: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'v' is implicit and must not be declared}}
+vortex.flow @f config = #cfg fields(v = [1, 1])
+cache(%k: !p, %v: !p, %v2: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %v2: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Duplicate field.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'c' is declared twice}}
+vortex.flow @f config = #cfg fields(c = [1, 1], c = [1, 1])
+cache(%k: !p, %v: !p, %c0: !p, %c1: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c0: !p, %c1: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A field's shape is checked while parsing the fields list.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{cache field 'c' must have a positive [r, c] shape, got [0, 1]}}
+vortex.flow @f config = #cfg fields(c = [0, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{cache field needs a non-empty name}}
+vortex.flow @f config = #cfg fields("" = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// An invalid config.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{group_size must be positive, got 0}}
+vortex.flow @f config = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 0, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16> fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Region argument counts.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache body must take k, v and the 1 declared field(s), got 2 argument(s)}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op indexer body must take q, o, k, v and the 0 declared field(s), got 3 argument(s)}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Region argument types.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'k' must have type '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>', got '!vortex.vtensor<?x1x1xf16, #vortex.format<paged>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !vortex.vtensor<?x1x1xf16, #vortex.format<paged>>, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'v' must have type '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>', got '!vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Fields use the intermediate dtype and the declared [r, c].
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'c' must have type '!vortex.vtensor<?x1x2xbf16, #vortex.format<paged>>', got '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>'}}
+vortex.flow @f config = #cfg fields(c = [1, 2])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'k' must have type '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>', got 'tensor<?x1x1xbf16>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: tensor<?x1x1xbf16>, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Batched tensors do not exist on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'c' must have type '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>', got '!vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>'}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !b) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.save %s into %c : !r into !p
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Slotted fields exist only on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'c' must have type '!vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>', got '!vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>'}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// q is batched [?, group_size, head_dim].
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x2x1xbf16, #vortex.format<batched>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !vortex.vtensor<?x2x1xbf16, #vortex.format<batched>>, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !r, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x1x1xi32, #vortex.format<batched>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got 'f32'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: f32, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// o is the ragged i32 [?, 1, 1] sparse block list.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'o' must have type '!vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>', got '!vortex.vtensor<?x1x1xi32, #vortex.format<batched>>'}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+}
+
+// -----
+
+// Only vortex ops in a flow body.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+  // expected-error @+1 {{'arith.constant' op is not a vortex op; a flow body holds only vortex ops}}
+  %c = arith.constant 0 : i32
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Unregistered ops (no dialect) are rejected, not dereferenced.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  // expected-error @+1 {{'foo.bar' op is not a vortex op; a flow body holds only vortex ops}}
+  "foo.bar"() : () -> ()
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Indexer-side ops cannot appear in the cache body.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.load' op is an indexer-side op and cannot appear in the cache body}}
+  %l = vortex.load %c : !p -> !r
+  vortex.write %l into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.save' op is an indexer-side op and cannot appear in the cache body}}
+  vortex.save %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.gemv' op is an indexer-side op and cannot appear in the cache body}}
+  %x = vortex.gemv %k, %v : (!p, !p) -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// vortex_torch.cache has no Sum.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.sum' op is an indexer-side op and cannot appear in the cache body}}
+  %x = vortex.sum %k {dim = 1 : i64} : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.trtllm_topk' op is an indexer-side op and cannot appear in the cache body}}
+  %bt, %sl = vortex.trtllm_topk %x {k = 1 : i64} : !r -> !o, !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Standalone (S) ops cannot appear in the cache body.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.softmax' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  %y = vortex.softmax %x : !r -> !r
+  vortex.write %y into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// No cross-block (dim 0) reduction on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.max' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  %y = vortex.max %x {dim = 0 : i64} : !r -> !b
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A reshape that needs padding runs standalone, so not on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #vortex.config<block_size = 4, page_size = 4, head_dim = 3, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16> fields(c = [1, 12])
+cache(%k: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %c: !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>>) {
+  // expected-error @+1 {{'vortex.reshape' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  %x = vortex.reshape %k : !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>> -> !vortex.vtensor<?x1x12xbf16, #vortex.format<ragged>>
+  vortex.write %x into %c : !vortex.vtensor<?x1x12xbf16, #vortex.format<ragged>> into !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>>
+}
+indexer(%q: !vortex.vtensor<?x1x3xbf16, #vortex.format<batched>>, %o: !o, %k: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %c: !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>>) {
+  %s = vortex.max %c {dim = 2 : i64} : !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>> -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Cache-side ops cannot appear in the indexer.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.fill' op is a cache-side op and cannot appear in the indexer body}}
+  vortex.fill %c : !p
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  vortex.fill %c : !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.write' op is a cache-side op and cannot appear in the indexer body}}
+  vortex.write %s into %c : !r into !p
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #vortex.config<block_size = 2, page_size = 2, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16> fields()
+cache(%k: !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>) {
+}
+indexer(%q: !b, %o: !o, %k: !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>>) {
+  // expected-error @+1 {{'vortex.max_interleave' op is a cache-side op and cannot appear in the indexer body}}
+  %s = vortex.max_interleave %k {dim = 1 : i64, factor = 2 : i64} : !vortex.vtensor<?x2x1xbf16, #vortex.format<paged>> -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Intermediates use the flow's intermediate dtype.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  // expected-error @+1 {{'vortex.exp' op intermediate results use the flow's intermediate dtype 'bf16', got 'f32' in the indexer body}}
+  %s = vortex.exp %k : !p -> !vortex.vtensor<?x1x1xf32, #vortex.format<ragged>>
+  vortex.topk %s into %o : !vortex.vtensor<?x1x1xf32, #vortex.format<ragged>> into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.mean' op intermediate results use the flow's intermediate dtype 'bf16', got 'f16' in the cache body}}
+  %x = vortex.mean %k {dim = 1 : i64} : !p -> !vortex.vtensor<?x1x1xf16, #vortex.format<ragged>>
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Exactly one terminal selection.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op indexer must end in exactly one vortex.topk, vortex.approx_topk or vortex.union}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op indexer must end in exactly one vortex.topk, vortex.approx_topk or vortex.union}}
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  %bt, %sl = vortex.trtllm_topk %s {k = 1 : i64} : !r -> !o, !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+  // expected-error @+1 {{'vortex.approx_topk' op is a second selection; the indexer must end in exactly one topk, approx_topk or union}}
+  vortex.approx_topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.topk' op must be the last op of the indexer body}}
+  vortex.topk %s into %o : !r into !o
+  %t = vortex.exp %s : !r -> !r
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  %bt, %sl = vortex.trtllm_topk %s {k = 1 : i64} : !r -> !o, !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
+  // expected-error @+1 {{'vortex.topk' op must write the indexer's output 'o'}}
+  vortex.topk %s into %bt : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+!sl = !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  %bt0, %sl0 = vortex.trtllm_topk %s {k = 1 : i64} : !r -> !o, !sl
+  %bt1, %sl1 = vortex.trtllm_topk %s {k = 2 : i64} : !r -> !o, !sl
+  // expected-error @+1 {{'vortex.union' op must write the indexer's output 'o'}}
+  vortex.union (%bt0, %sl0), (%bt1, %sl1) into %bt0 : !o, !sl into !o
+}
+
+// -----
+
+// Only the runtime writes k and v.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+  // expected-error @+1 {{'vortex.fill' op writes 'v', which only the runtime writes}}
+  vortex.fill %v : !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+  %x = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.write' op writes 'k', which only the runtime writes}}
+  vortex.write %x into %k : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields()
+cache(%k: !p, %v: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.save' op writes 'k', which only the runtime writes}}
+  vortex.save %s into %k : !r into !p
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Every field is written (cache write/fill or indexer save) ...
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'c' is never written (by vortex.write or vortex.fill on the cache side, or vortex.save on the indexer side)}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// ... and read by the indexer.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'c' is never read by the indexer}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.exp %k : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'c' is never read by the indexer}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.save %s into %c : !r into !p
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Generic form: each region holds exactly one block.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op region #0 ('cache') failed to verify constraint: region with 1 blocks}}
+"vortex.flow"() <{sym_name = "f", config = #cfg, fields = []}> ({
+}, {
+^bb0(%q: !b, %o: !o, %k: !p, %v: !p):
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}) : () -> ()

@@ -1,0 +1,34 @@
+// The vortex-to-cpu pipeline and each of its stages, on a shipped flow.
+// RUN: vortex-opt %examples/block_sparse_attention.mlir --vortex-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: vortex-opt %examples/block_sparse_attention.mlir --vortex-to-cpu | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=IR
+// RUN: vortex-opt %examples/block_sparse_attention.mlir --vortex-cpu-stage-linalg | FileCheck %s --check-prefix=LINALG
+// RUN: vortex-opt %examples/block_sparse_attention.mlir --vortex-cpu-stage-linalg --vortex-cpu-stage-bufferize | FileCheck %s --check-prefix=BUF
+// RUN: vortex-opt %examples/block_sparse_attention.mlir --vortex-cpu-stage-linalg --vortex-cpu-stage-bufferize --vortex-cpu-stage-llvm | FileCheck %s --check-prefix=LLVM
+// Every shipped flow goes through the whole pipeline.
+// RUN: for f in %examples/*.mlir; do vortex-opt $f --vortex-to-cpu -o /dev/null || exit 1; done
+
+// LINALG-NOT: vortex.
+// LINALG: func.func @block_sparse_attention_indexer
+// LINALG: linalg.generic
+// LINALG: func.func @block_sparse_attention_cache
+// LINALG: linalg.generic
+
+// BUF-NOT: tensor<
+// BUF: func.func @block_sparse_attention_indexer
+// BUF-SAME: memref<?x8x128xf32>
+// BUF: memref.alloc
+// BUF: memref.dealloc
+// BUF: func.func @block_sparse_attention_cache
+
+// LLVM-NOT: memref.
+// LLVM-NOT: linalg.
+// LLVM-NOT: scf.
+// LLVM: llvm.func @block_sparse_attention_indexer
+// LLVM: llvm.call @malloc
+// LLVM: llvm.call @free
+// LLVM: llvm.func @_mlir_ciface_block_sparse_attention_indexer
+// LLVM: llvm.func @block_sparse_attention_cache
+// LLVM: llvm.func @_mlir_ciface_block_sparse_attention_cache
+
+// IR: define void @_mlir_ciface_block_sparse_attention_indexer(ptr
+// IR: define void @_mlir_ciface_block_sparse_attention_cache(ptr
