@@ -597,7 +597,11 @@ static LogicalResult verifyArgType(FlowOp flow, BlockArgument arg,
 static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
   Type intermediate = flow.getConfig().getIntermediateDtype();
   StringRef sideName = side == Side::Cache ? "cache" : "indexer";
-  for (Operation &op : body) {
+  // Ops nested in fused kernels follow the same rules.
+  SmallVector<Operation *> nested;
+  body.walk([&](Operation *op) { nested.push_back(op); });
+  for (Operation *opPtr : nested) {
+    Operation &op = *opPtr;
     // Unregistered ops have no dialect.
     if (!isa_and_nonnull<VortexDialect>(op.getDialect()))
       return op.emitOpError("is not a vortex op; a flow body holds only "

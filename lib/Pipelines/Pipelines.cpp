@@ -2,6 +2,7 @@
 
 #include "Vortex/Pipelines/Pipelines.h"
 #include "Vortex/Conversion/Passes.h"
+#include "Vortex/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -15,6 +16,10 @@
 using namespace mlir;
 
 void vortex::buildVortexToLinalgStage(OpPassManager &pm) {
+  // vortex_torch's kernel grouping, then explicit padding and lane masks.
+  pm.addPass(createVortexFuse());
+  pm.addPass(createVortexPadToPow2());
+  pm.addPass(createVortexMaskPadding());
   pm.addPass(createConvertVortexToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -63,7 +68,7 @@ void vortex::registerVortexPipelines() {
       "vortex-cpu-stage-linalg, -bufferize, -llvm)",
       buildVortexToCPUPipeline);
   PassPipelineRegistration<>("vortex-cpu-stage-linalg",
-                             "vortex-to-cpu stage 1: flows to fused linalg",
+                             "vortex-to-cpu stage 1: fuse, pad, mask, then flows to linalg",
                              buildVortexToLinalgStage);
   PassPipelineRegistration<>(
       "vortex-cpu-stage-bufferize",

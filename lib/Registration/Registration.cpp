@@ -4,6 +4,7 @@
 #include "Vortex/Conversion/Passes.h"
 #include "Vortex/Dialect/VortexDialect.h"
 #include "Vortex/Pipelines/Pipelines.h"
+#include "Vortex/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -12,6 +13,7 @@ void mlir::vortex::registerAllVortexDialects(DialectRegistry &registry) {
 }
 
 void mlir::vortex::registerAllVortexPasses() {
+  registerVortexTransformsPasses();
   registerVortexConversionPasses();
   registerVortexPipelines();
 }

@@ -529,10 +529,6 @@ class CompiledFlow:
         """One decode step. Returns `(sparse_kv_indptr, sparse_kv_indices)`
         (int32; the indices cut to `sparse_kv_indptr[-1]`). Fields the
         indexer saves are updated in place in `cache`."""
-        if self.info.selection == "union":
-            raise NotImplementedError(
-                f"flow @{self.name}: trtllm selections (vortex.union) have no "
-                "CPU ABI")
         tensors = self._check_cache(cache, self.info.indexer_writes)
         num_blocks = tensors[0].shape[0]
         qa = self._check_q(q)

@@ -374,6 +374,56 @@ def topk_select(score, csr: Csr, cfg: Config) -> Tuple[np.ndarray, np.ndarray]:
     return np.array(indptr, np.int64), np.array(out, np.int64)
 
 
+def _best(score_row: np.ndarray, k: int) -> np.ndarray:
+    """Row-relative positions of the k best scores, descending, ties to the
+    lower position, NaN below every number."""
+    s = np.asarray(score_row, np.float64).copy()
+    s[np.isnan(s)] = -np.inf
+    return np.argsort(-s, kind="stable")[:k]
+
+
+def trtllm_topk(score, csr: Csr, cfg: Config, k: int) -> List[np.ndarray]:
+    """trtllm TopK(k), per row a block table: the whole row if
+    n <= bos + k + eos, else the first bos blocks, the k best of
+    [bos, n - eos) (descending), the last eos blocks."""
+    score = np.asarray(score, np.float64).reshape(-1)
+    tables = []
+    for r in range(csr.rows):
+        s, e = csr.row(r)
+        n = e - s
+        ids = csr.indices[s:e]
+        if n <= cfg.bos + k + cfg.eos:
+            tables.append(ids.copy())
+            continue
+        best = _best(score[s + cfg.bos:e - cfg.eos], k)
+        tables.append(np.concatenate([ids[:cfg.bos], ids[cfg.bos + best],
+                                      ids[n - cfg.eos:]]))
+    return tables
+
+
+def union(lhs: Sequence[np.ndarray], rhs: Sequence[np.ndarray],
+          csr: Csr) -> Tuple[np.ndarray, np.ndarray]:
+    """trtllm Union(): per row the deduplicated union of two tables (the
+    left one's blocks in order, then the right one's new blocks) with the
+    row's true last block pinned at the tail."""
+    indptr = [0]
+    out: List[int] = []
+    for r in range(csr.rows):
+        s, e = csr.row(r)
+        row: List[int] = []
+        last = int(csr.indices[e - 1]) if e > s else None
+        for table in (lhs[r], rhs[r]):
+            for b in table:
+                b = int(b)
+                if b != last and b not in row:
+                    row.append(b)
+        if last is not None:
+            row.append(last)
+        out.extend(row)
+        indptr.append(len(out))
+    return np.array(indptr, np.int64), np.array(out, np.int64)
+
+
 # ---------------------------------------------------------------------------
 # Shipped flows (reference doc section 3)
 # ---------------------------------------------------------------------------

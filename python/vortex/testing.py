@@ -98,3 +98,113 @@ def run_and_check(flow: CompiledFlow, p: Problem, indexer_steps: int = 2,
         reports.append(StepReport(f"indexer {step}", problems, got_ptr,
                                   got_idx, want))
     return reports
+
+
+# ---------------------------------------------------------------------------
+# Probe flows: expose intermediate values through vortex.save
+# ---------------------------------------------------------------------------
+
+def probe_flow_text(name: str, config: str, kv: Sequence[int], group: int,
+                    cache_fields: Sequence[tuple], cache_body: str,
+                    probes: Sequence[tuple], indexer_body: str,
+                    score: str, selection: str = "vortex.topk",
+                    selection_attrs: str = "",
+                    selection_line: Optional[str] = None) -> str:
+    """IR of a synthetic flow whose indexer saves each probe value into a
+    field of its own, so that its rows [0, n - eos) of the rows that need
+    selection can be compared with the reference.
+
+    `kv` = (block_size, head_dim); `cache_fields` = [(name, r, c)] written
+    by `cache_body`; `probes` = [(field, r, c, value)]: the indexer value
+    `%value` (ragged [S, r, c]) is saved into `field`. Types are spelled
+    `!P<r>x<c>` (paged), `!R<r>x<c>` (ragged), `!B<r>x<c>` (batched) and
+    `!kv`, `!q`, `!o` (and `!Ti` / `!Li`: ragged / batched i32 [?,1,1] for
+    trtllm block tables and seqlens). `score` names the ragged [S,1,1]
+    selection input; `selection_line` replaces the whole terminal.
+    """
+    bs, d = kv
+    shapes = {(1, 1), (bs, d), (group, d)}
+    shapes |= {(r, c) for _, r, c in cache_fields}
+    shapes |= {(r, c) for _, r, c, _ in probes}
+    import re as _re
+    for body in (cache_body, indexer_body):
+        for m in _re.finditer(r"![PRB](\d+)x(\d+)", body):
+            shapes.add((int(m.group(1)), int(m.group(2))))
+    lines = []
+    for r, c in sorted(shapes):
+        for tag, fmt in (("P", "paged"), ("R", "ragged"), ("B", "batched")):
+            lines.append(f"!{tag}{r}x{c} = !vortex.vtensor<?x{r}x{c}xf32, "
+                         f"#vortex.format<{fmt}>>")
+    lines.append(f"!kv = !vortex.vtensor<?x{bs}x{d}xf32, #vortex.format<paged>>")
+    lines.append(f"!q = !vortex.vtensor<?x{group}x{d}xf32, "
+                 "#vortex.format<batched>>")
+    lines.append("!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>")
+    lines.append("!Ti = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>")
+    lines.append("!Li = !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>")
+    fields = list(cache_fields) + [(f, r, c) for f, r, c, _ in probes]
+    decl = ", ".join(f"{f} = [{r}, {c}]" for f, r, c in fields)
+    args = ", ".join(f"%{f}: !P{r}x{c}" for f, r, c in fields)
+    lines.append(f"vortex.flow @{name} config = #vortex.config<{config}>")
+    lines.append(f"    fields({decl})")
+    lines.append(f"cache(%k: !kv, %v: !kv, {args}) {{")
+    lines.append(cache_body)
+    lines.append("}")
+    lines.append(f"indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, {args}) {{")
+    for f, r, c in fields:      # every field needs a reader
+        lines.append(f"  %{f}__old = vortex.load %{f} : !P{r}x{c} -> !R{r}x{c}")
+    lines.append(indexer_body)
+    for f, r, c, value in probes:
+        lines.append(f"  vortex.save %{value} into %{f} : !R{r}x{c} into "
+                     f"!P{r}x{c}")
+    if selection_line is not None:   # a whole custom terminal
+        lines.append(selection_line)
+    else:
+        lines.append(f"  {selection} %{score} into %o {selection_attrs} : "
+                     "!R1x1 into !o")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Shipped flows end to end
+# ---------------------------------------------------------------------------
+
+# Row lengths (in blocks) against the shipped knobs (topk_val 29, ratio 1/16,
+# bos 1, eos 2: budget 32 up to n = 527, then n // 16): empty rows, a row of
+# one block, rows within budget (2, 5, 31, 32), just over it (33, 34), well
+# over (47, 80, 200) and past the point where the ratio term wins (530).
+SHIPPED_LENGTHS = (0, 1, 2, 5, 31, 32, 33, 34, 47, 80, 200, 530)
+# All four sign combinations of (q, k): with q < 0 < k every envelope term
+# q * M, q * m is negative, so max/min reductions and Maximum() see only
+# negative values (a wrong neutral element or a clamp at 0 shows up).
+SIGN_CASES = ((0, 0), (-1, 1), (1, -1), (-1, -1), (1, 1))
+
+
+def check_shipped_flow(path: str, sign_cases=((0, 0),), seeds=(1,),
+                       lengths=SHIPPED_LENGTHS, indexer_steps: int = 2,
+                       out=print) -> int:
+    """Compile the flow at `path`, run cache step + indexer steps on random
+    problems and compare with `vortex.reference`. Prints one line per step;
+    returns the number of failing steps."""
+    from .cpu import compile_flow
+    flow = compile_flow(path)
+    if flow.name not in ref.FLOWS:
+        out(f"FAIL {flow.name}: no reference model")
+        return 1
+    steps = indexer_steps + (1 if flow.info.indexer_writes else 0)
+    failures = 0
+    for seed in seeds:
+        for q_sign, k_sign in sign_cases:
+            p = make_problem(flow, lengths, seed=seed, q_sign=q_sign,
+                             k_sign=k_sign)
+            for rep in run_and_check(flow, p, indexer_steps=steps):
+                tag = (f"{flow.name} seed={seed} q_sign={q_sign:+d} "
+                       f"k_sign={k_sign:+d} {rep.step}")
+                if rep.problems:
+                    failures += 1
+                    out(f"FAIL {tag}:")
+                    for prob in rep.problems[:10]:
+                        out(f"    {prob}")
+                else:
+                    out(f"PASS {tag}")
+    return failures

@@ -285,3 +285,38 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %stamp: !f1) {
   %m = vortex.multiply %s, %t : (!s, !s) -> !s
   vortex.topk %m into %o : !s into !o
 }
+
+//===----------------------------------------------------------------------===//
+// After the padding pass: explicitly padded region arguments and
+// intermediates still match the config.
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: vortex.flow @explicit_padding
+// CHECK: indexer(%q: !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 128]>, %o: {{.*}}, %k: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>, padded = [16, 128]>, %v: {{.*}}, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>, padded = [1, 128]>)
+// CHECK-NEXT: vortex.gemm %q, %centroids : (!vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 128]>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>, padded = [1, 128]>) -> !vortex.vtensor<?x1x5xbf16, #vortex.format<ragged>, padded = [1, 8]>
+vortex.flow @explicit_padding
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 5, topk_val = 29, topk_ratio = 6.250000e-02,
+        reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 128]>,
+        %o: !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>, padded = [1, 1]>,
+        %k: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>, padded = [16, 128]>,
+        %v: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>, padded = [16, 128]>,
+        %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>, padded = [1, 128]>) {
+  %g = vortex.gemm %q, %centroids
+      : (!vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 128]>,
+         !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>, padded = [1, 128]>)
+      -> !vortex.vtensor<?x1x5xbf16, #vortex.format<ragged>, padded = [1, 8]>
+  %s = vortex.max %g {dim = 2 : i64}
+      : !vortex.vtensor<?x1x5xbf16, #vortex.format<ragged>, padded = [1, 8]>
+      -> !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>, padded = [1, 1]>
+  vortex.topk %s into %o
+      : !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>, padded = [1, 1]>
+      into !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>, padded = [1, 1]>
+}

@@ -97,6 +97,12 @@ func.func @topk_ratio() attributes {c = #vortex.config<block_size = 16, page_siz
 
 // -----
 
+// expected-error @+2 {{topk_ratio must be a float literal (e.g. 0.0 or 6.25e-02), got 0 : i64}}
+// expected-error @+1 {{failed to parse Vortex_FlowConfigAttr parameter 'topk_ratio'}}
+func.func @topk_ratio_int() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
 // expected-error @+1 {{reserved_bos and reserved_eos must be non-negative, got 1 and -2}}
 func.func @reserved() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = -2, intermediate_dtype = bf16, kv_dtype = bf16>}
 

@@ -11,7 +11,8 @@
 // RUN:   | mlir-opt --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext \
 // RUN:   | FileCheck %s
 //
-// The same library is also a pass plugin; it loads alone and both ways.
+// The same library is also a pass plugin: it loads alone, and together with
+// the dialect plugin.
 // RUN: echo 'module {}' \
 // RUN:   | mlir-opt --load-pass-plugin=%vortex_libs/VortexPlugin%shlibext \
 // RUN:   | FileCheck %s --check-prefix=PASSPLUGIN
@@ -19,6 +20,20 @@
 // RUN: mlir-opt --load-pass-plugin=%vortex_libs/VortexPlugin%shlibext \
 // RUN:     --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext %s \
 // RUN:   | FileCheck %s
+//
+// It registers the vortex passes with mlir-opt ...
+// RUN: mlir-opt --load-pass-plugin=%vortex_libs/VortexPlugin%shlibext --help \
+// RUN:   | FileCheck %s --check-prefix=PASSES
+// PASSES: --{{[a-z0-9-]*}}vortex{{[a-z0-9-]*}}
+//
+// ... which run there (passes from a plugin are reached through
+// --pass-pipeline) as they do in vortex-opt.
+// RUN: mlir-opt --load-pass-plugin=%vortex_libs/VortexPlugin%shlibext \
+// RUN:     --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext %s \
+// RUN:     --pass-pipeline='builtin.module(convert-vortex-to-linalg)' \
+// RUN:     -o %t.plugin.mlir
+// RUN: vortex-opt --convert-vortex-to-linalg %s -o %t.tool.mlir
+// RUN: diff %t.plugin.mlir %t.tool.mlir
 //
 // An invalid vortex op is rejected by the vortex verifier inside mlir-opt.
 // RUN: not mlir-opt --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext \

@@ -139,6 +139,22 @@ def Vortex_ScheduleAttr : EnumAttr<Vortex_Dialect, Vortex_Schedule, "schedule"> 
   let assemblyFormat = "`<` $value `>`";
 }
 
+/// A FloatAttr parameter that names what it expects when given another kind
+/// of attribute (e.g. the integer literal `0`).
+def Vortex_RatioParameter : AttrParameter<"::mlir::FloatAttr", "a ratio"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::mlir::FloatAttr> {
+      ::llvm::SMLoc loc = $_parser.getCurrentLocation();
+      ::mlir::Attribute attr;
+      if ($_parser.parseAttribute(attr))
+        return ::mlir::failure();
+      if (auto ratio = ::llvm::dyn_cast<::mlir::FloatAttr>(attr))
+        return ratio;
+      return $_parser.emitError(loc, "topk_ratio must be a float literal "
+                                     "(e.g. 0.0 or 6.25e-02), got ")
+             << attr;
+    }() }];
+}
+
 def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
   let summary = "parameters of a flow (VortexConfig and the model's GQA shape)";
   let description = [{
@@ -162,7 +178,7 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     "int64_t":$head_dim,
     "int64_t":$group_size,
     "int64_t":$topk_val,
-    "::mlir::FloatAttr":$topk_ratio,
+    Vortex_RatioParameter:$topk_ratio,
     "int64_t":$reserved_bos,
     "int64_t":$reserved_eos,
     "::mlir::Type":$intermediate_dtype,

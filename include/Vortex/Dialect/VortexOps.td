@@ -695,4 +695,6 @@ def Vortex_FlowOp : Vortex_Op<"flow", [
   }];
 }
 
+include "Vortex/Dialect/VortexStructureOps.td"
+
 #endif // VORTEX_DIALECT_VORTEXOPS_TD

@@ -13,7 +13,8 @@
 
 namespace mlir::vortex {
 
-/// Stage 1: vortex flows -> linalg on tensors (+ elementwise fusion).
+/// Stage 1: vortex-fuse, vortex-pad, vortex-mask-padding, then vortex flows
+/// -> linalg on tensors (+ elementwise fusion).
 void buildVortexToLinalgStage(OpPassManager &pm);
 /// Stage 2: tensors -> buffers, with deallocation.
 void buildVortexBufferizeStage(OpPassManager &pm);

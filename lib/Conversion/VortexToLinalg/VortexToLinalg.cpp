@@ -243,11 +243,47 @@ private:
 
   VTensorType vt(Value v) { return cast<VTensorType>(v.getType()); }
 
-  /// Gather rows of `src` by the indices in `idx` (1-D tensor of i32 or
-  /// index) into a tensor with `idx`'s extent.
-  Value gather(Value src, Value idxTensor) {
+  /// Extent of inner axis `dim` as computed: padded once padding is
+  /// explicit, else real.
+  static int64_t computeExtent(VTensorType t, unsigned dim) {
+    return t.getExplicitPadding() ? nextPowerOf2(t.getInner(dim))
+                                  : t.getInner(dim);
+  }
+
+  /// Element (s, i, j) of `src`, or 0 where (i, j) lies beyond src's extent
+  /// (the masked load of a padded lane).
+  static Value maskedExtract(Emitter &x, Value src, Value s, Value i,
+                             Value j, int64_t d0, int64_t d1) {
     auto srcType = cast<RankedTensorType>(src.getType());
-    int64_t d0 = srcType.getDimSize(1), d1 = srcType.getDimSize(2);
+    int64_t r0 = srcType.getDimSize(1), r1 = srcType.getDimSize(2);
+    if (r0 >= d0 && r1 >= d1)
+      return x.extract(src, {s, i, j});
+    Value inRange = x.andI(x.cmpI(arith::CmpIPredicate::slt, i, x.idx(r0)),
+                           x.cmpI(arith::CmpIPredicate::slt, j, x.idx(r1)));
+    Value v = x.extract(src, {s, x.minI(i, x.idx(r0 - 1)),
+                              x.minI(j, x.idx(r1 - 1))});
+    return x.select(inRange, v, x.f32(0.0));
+  }
+
+  /// `src` widened to inner extents (d0, d1), padded lanes 0.
+  Value padTo(Value src, int64_t d0, int64_t d1) {
+    auto srcType = cast<RankedTensorType>(src.getType());
+    if (srcType.getDimSize(1) == d0 && srcType.getDimSize(2) == d1)
+      return src;
+    return generate(e.dim(src, 0), d0, d1,
+                    [&](Emitter &x, Value s, Value i, Value j) {
+                      return maskedExtract(x, src, s, i, j, d0, d1);
+                    });
+  }
+
+  /// Gather rows of `src` by the indices in `idx` (1-D tensor of i32 or
+  /// index) into a tensor with `idx`'s extent and inner extents (d0, d1).
+  Value gather(Value src, Value idxTensor, int64_t d0 = -1, int64_t d1 = -1) {
+    auto srcType = cast<RankedTensorType>(src.getType());
+    if (d0 < 0) {
+      d0 = srcType.getDimSize(1);
+      d1 = srcType.getDimSize(2);
+    }
     Value init = emptyTensor(e.dim(idxTensor, 0), d0, d1);
     MLIRContext *ctx = b.getContext();
     AffineMap idxMap = AffineMap::get(3, 0, {b.getAffineDimExpr(0)}, ctx);
@@ -258,23 +294,24 @@ private:
         SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Emitter x{nb, l};
-          Value v = x.extract(src, {x.toIndex(args[0]), x.index(1),
-                                    x.index(2)});
+          Value v = maskedExtract(x, src, x.toIndex(args[0]), x.index(1),
+                                  x.index(2), d0, d1);
           linalg::YieldOp::create(nb, l, v);
         });
     return op.getResult(0);
   }
 
-  /// The lowered value of `v` in the domain of `format`.
+  /// The lowered value of `v` in the domain of `format`, at its computed
+  /// (possibly padded) inner extents.
   Value operandIn(Value v, Format format) {
     Value lowered = values.lookup(v);
-    Format from = vt(v).getFormatKind();
+    VTensorType t = vt(v);
+    int64_t d0 = computeExtent(t, 1), d1 = computeExtent(t, 2);
+    Format from = t.getFormatKind();
     if (from == format || format == Format::Batched)
-      return lowered;
+      return padTo(lowered, d0, d1);
     // Ragged domain: paged/slotted by block id, batched by row.
-    if (from == Format::Batched)
-      return gather(lowered, rowOf);
-    return gather(lowered, blockIds);
+    return gather(lowered, from == Format::Batched ? rowOf : blockIds, d0, d1);
   }
 
   /// A parallel generic over the result's shape; `body` gets the scalars of
@@ -282,7 +319,8 @@ private:
   Value elementwise(VTensorType resultType, ArrayRef<Value> inputs,
                     function_ref<Value(Emitter &, ValueRange)> body) {
     Value lead = leadOf(resultType.getFormatKind());
-    Value init = emptyTensor(lead, resultType.getD0(), resultType.getD1());
+    Value init = emptyTensor(lead, computeExtent(resultType, 1),
+                             computeExtent(resultType, 2));
     MLIRContext *ctx = b.getContext();
     SmallVector<AffineMap> maps;
     for (Value in : inputs) {
@@ -325,12 +363,13 @@ private:
   /// A keep-dim reduction over inner axis `dim` (1 or 2), grouped by
   /// `factor` consecutive elements (1 = the whole axis).
   Value reduceInner(Value input, VTensorType resultType, ReduceKind kind,
-                    int64_t dim, int64_t factor) {
+                    int64_t dim, int64_t factor, int64_t realCount) {
     auto inType = cast<RankedTensorType>(input.getType());
     int64_t extent = inType.getDimSize(dim);
     int64_t group = factor == 1 ? extent : factor;
     Value lead = leadOf(resultType.getFormatKind());
-    Value init = emptyTensor(lead, resultType.getD0(), resultType.getD1());
+    Value init = emptyTensor(lead, computeExtent(resultType, 1),
+                             computeExtent(resultType, 2));
     Value filled =
         linalg::FillOp::create(b, loc, ValueRange{e.f32(neutralOf(kind))},
                                ValueRange{init})
@@ -339,6 +378,13 @@ private:
     // trailing group axis: loops (s, i, j, t) over [S, D0', D1', group].
     SmallVector<int64_t> expanded = {ShapedType::kDynamic};
     SmallVector<ReassociationIndices> reassoc;
+    int64_t outer = computeExtent(resultType, dim);
+    if (extent != outer * group) {
+      // A padded axis whose groups do not tile the padded extent: reduce
+      // over the real lanes only.
+      input = sliceInner(input, dim, outer * group);
+      extent = outer * group;
+    }
     if (dim == 1) {
       expanded.append({extent / group, group, inType.getDimSize(2)});
       reassoc = {{0}, {1, 2}, {3}};
@@ -367,9 +413,21 @@ private:
     Value acc = op.getResult(0);
     if (kind != ReduceKind::Mean && kind != ReduceKind::L2Norm)
       return acc;
+    // Mean divides by the real extent, never the padded one.
     return elementwise(resultType, {acc}, [&](Emitter &x, ValueRange v) {
-      return finish(x, kind, v[0], x.f32(static_cast<double>(group)));
+      return finish(x, kind, v[0], x.f32(static_cast<double>(realCount)));
     });
+  }
+
+  /// The first `extent` lanes of axis `dim`, zero-extended if shorter.
+  Value sliceInner(Value input, int64_t dim, int64_t extent) {
+    auto t = cast<RankedTensorType>(input.getType());
+    int64_t d0 = dim == 1 ? extent : t.getDimSize(1);
+    int64_t d1 = dim == 2 ? extent : t.getDimSize(2);
+    return generate(e.dim(input, 0), d0, d1,
+                    [&](Emitter &x, Value s, Value i, Value j) {
+                      return maskedExtract(x, input, s, i, j, d0, d1);
+                    });
   }
 
   /// The scored range [lo, hi) of the row of ragged position s, and whether
@@ -391,7 +449,8 @@ private:
                   function_ref<Value(Emitter &, Segment &, Value s, Value i,
                                      Value j)>
                       compute) {
-    return generate(raggedExtent, resultType.getD0(), resultType.getD1(),
+    return generate(raggedExtent, computeExtent(resultType, 1),
+                    computeExtent(resultType, 2),
                     [&](Emitter &x, Value s, Value i, Value j) {
                       Segment seg = segmentOfRow(x, x.extract(rowOf, s));
                       Value inRange = x.andI(
@@ -580,13 +639,14 @@ LogicalResult BodyLowering::lower(Operation *op) {
         int64_t dim = red.getDim();
         VTensorType rt = resultType();
         if (dim != 0) {
-          setResult(reduceInner(in(0), rt, kind, dim, 1));
+          setResult(reduceInner(in(0), rt, kind, dim, 1,
+                                vt(red.getInput()).getInner(dim)));
           return success();
         }
         // Over the scored range of each row: a batched row per CSR row.
-        Value input = values.lookup(red.getInput());
+        Value input = operandIn(red.getInput(), Format::Ragged);
         setResult(generate(
-            numRows, rt.getD0(), rt.getD1(),
+            numRows, computeExtent(rt, 1), computeExtent(rt, 2),
             [&](Emitter &x, Value r, Value i, Value j) {
               Segment seg = segmentOfRow(x, r);
               Value acc = foldSegment(x, input, seg.lo, seg.hi, i, j,
@@ -610,14 +670,14 @@ LogicalResult BodyLowering::lower(Operation *op) {
       .Case<MaxInterleaveOp, MinInterleaveOp, MeanInterleaveOp,
             L2NormInterleaveOp>([&](auto red) {
         setResult(reduceInner(in(0), resultType(), red.getReduceKind(),
-                              red.getDim(), red.getFactor()));
+                              red.getDim(), red.getFactor(), red.getFactor()));
         return success();
       })
       .Case<GeMMOp, GeMVOp>([&](auto mm) {
         VTensorType rt = resultType();
         Value xs = in(0), ys = in(1);
-        Value init = emptyTensor(leadOf(rt.getFormatKind()), rt.getD0(),
-                                 rt.getD1());
+        Value init = emptyTensor(leadOf(rt.getFormatKind()),
+                                 computeExtent(rt, 1), computeExtent(rt, 2));
         Value filled = linalg::FillOp::create(b, loc, ValueRange{e.f32(0.0)},
                                               ValueRange{init})
                            .getResult(0);
@@ -641,7 +701,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         return success();
       })
       .Case<SoftmaxOp>([&](SoftmaxOp sm) {
-        Value input = values.lookup(sm.getInput());
+        Value input = operandIn(sm.getInput(), Format::Ragged);
         double scale = sm.getScale().convertToDouble();
         setResult(segmentOp(
             op, input, resultType(),
@@ -665,7 +725,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         return success();
       })
       .Case<NormalizeOp>([&](NormalizeOp nm) {
-        Value input = values.lookup(nm.getInput());
+        Value input = operandIn(nm.getInput(), Format::Ragged);
         setResult(segmentOp(
             op, input, resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
@@ -681,10 +741,23 @@ LogicalResult BodyLowering::lower(Operation *op) {
         return success();
       })
       .Case<Conv1dOp>([&](Conv1dOp conv) {
-        Value input = values.lookup(conv.getInput());
-        auto weightAttr = conv.getWeight();
-        int64_t taps = cast<ShapedType>(weightAttr.getType()).getDimSize(0);
-        Value weight = arith::ConstantOp::create(b, loc, weightAttr);
+        Value input = operandIn(conv.getInput(), Format::Ragged);
+        auto weightAttr = cast<DenseElementsAttr>(conv.getWeight());
+        auto wType = cast<ShapedType>(weightAttr.getType());
+        int64_t taps = wType.getDimSize(0);
+        int64_t d0 = computeExtent(resultType(), 1);
+        int64_t d1 = computeExtent(resultType(), 2);
+        // The taps, zero on padded lanes.
+        SmallVector<float> padded(taps * d0 * d1, 0.0f);
+        auto w = llvm::to_vector(weightAttr.getValues<float>());
+        for (int64_t k = 0; k < taps; ++k)
+          for (int64_t i = 0; i < wType.getDimSize(1); ++i)
+            for (int64_t j = 0; j < wType.getDimSize(2); ++j)
+              padded[(k * d0 + i) * d1 + j] =
+                  w[(k * wType.getDimSize(1) + i) * wType.getDimSize(2) + j];
+        auto paddedType = RankedTensorType::get({taps, d0, d1}, f32Type);
+        Value weight = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(paddedType, ArrayRef<float>(padded)));
         setResult(segmentOp(
             op, input, resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
@@ -706,7 +779,8 @@ LogicalResult BodyLowering::lower(Operation *op) {
       .Case<TransposeOp>([&](TransposeOp) {
         VTensorType rt = resultType();
         Value input = in(0);
-        setResult(generate(leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+        setResult(generate(leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+                           computeExtent(rt, 2),
                            [&](Emitter &x, Value s, Value i, Value j) {
                              return x.extract(input, {s, j, i});
                            }));
@@ -715,14 +789,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
       .Case<ReshapeOp>([&](ReshapeOp rs) {
         VTensorType rt = resultType();
         int64_t y1 = vt(rs.getInput()).getD1();
+        int64_t x2 = rt.getD0(), y2 = rt.getD1();
         Value input = in(0);
         setResult(generate(
-            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+            computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
-              Value flat = x.add(x.mul(i, x.idx(rt.getD1())), j);
+              // Row-major over the real extents; padded lanes hold 0.
+              Value real =
+                  x.andI(x.cmpI(arith::CmpIPredicate::slt, i, x.idx(x2)),
+                         x.cmpI(arith::CmpIPredicate::slt, j, x.idx(y2)));
+              Value ci = x.minI(i, x.idx(x2 - 1));
+              Value cj = x.minI(j, x.idx(y2 - 1));
+              Value flat = x.add(x.mul(ci, x.idx(y2)), cj);
               Value r = arith::DivUIOp::create(x.b, x.loc, flat, x.idx(y1));
               Value c = arith::RemUIOp::create(x.b, x.loc, flat, x.idx(y1));
-              return x.extract(input, {s, r, c});
+              return x.select(real, x.extract(input, {s, r, c}), x.f32(0.0));
             }));
         return success();
       })
@@ -734,21 +816,28 @@ LogicalResult BodyLowering::lower(Operation *op) {
           isKron[d] = true;
         Value xs = in(0), ys = in(1);
         setResult(generate(
-            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+            computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
+              // Index math over the real extents; padded lanes hold 0.
               Value pos[3] = {s, i, j};
+              Value real = x.andI(
+                  x.cmpI(arith::CmpIPredicate::slt, i, x.idx(rt.getD0())),
+                  x.cmpI(arith::CmpIPredicate::slt, j, x.idx(rt.getD1())));
               SmallVector<Value> xi = {s}, yi = {s};
               for (unsigned a = 1; a <= 2; ++a) {
+                Value p = x.minI(pos[a], x.idx(rt.getInner(a) - 1));
                 if (isKron[a]) {
                   Value ya = x.idx(yt.getInner(a));
-                  xi.push_back(arith::DivUIOp::create(x.b, x.loc, pos[a], ya));
-                  yi.push_back(arith::RemUIOp::create(x.b, x.loc, pos[a], ya));
+                  xi.push_back(arith::DivUIOp::create(x.b, x.loc, p, ya));
+                  yi.push_back(arith::RemUIOp::create(x.b, x.loc, p, ya));
                   continue;
                 }
-                xi.push_back(xt.getInner(a) == 1 ? x.idx(0) : pos[a]);
-                yi.push_back(yt.getInner(a) == 1 ? x.idx(0) : pos[a]);
+                xi.push_back(xt.getInner(a) == 1 ? x.idx(0) : p);
+                yi.push_back(yt.getInner(a) == 1 ? x.idx(0) : p);
               }
-              return x.mulF(x.extract(xs, xi), x.extract(ys, yi));
+              Value v = x.mulF(x.extract(xs, xi), x.extract(ys, yi));
+              return x.select(real, v, x.f32(0.0));
             }));
         return success();
       })
@@ -758,7 +847,8 @@ LogicalResult BodyLowering::lower(Operation *op) {
         double alpha = ms.getAlpha().convertToDouble();
         double beta = ms.getBeta().convertToDouble();
         setResult(generate(
-            leadOf(rt.getFormatKind()), rt.getD0(), rt.getD1(),
+            leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+            computeExtent(rt, 2),
             [&](Emitter &x, Value, Value i, Value j) {
               Value p = dim == 1 ? i : j;
               Value inside =
@@ -769,7 +859,38 @@ LogicalResult BodyLowering::lower(Operation *op) {
         return success();
       })
       .Case<LoadOp>([&](LoadOp load) {
-        setResult(gather(values.lookup(load.getField()), blockIds));
+        VTensorType rt = resultType();
+        setResult(gather(values.lookup(load.getField()), blockIds,
+                         computeExtent(rt, 1), computeExtent(rt, 2)));
+        return success();
+      })
+      .Case<MaskLanesOp>([&](MaskLanesOp mask) {
+        VTensorType rt = resultType();
+        Value input = in(0);
+        double value = mask.getValue().convertToDouble();
+        setResult(generate(
+            leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+            computeExtent(rt, 2),
+            [&](Emitter &x, Value s, Value i, Value j) {
+              Value real = x.andI(
+                  x.cmpI(arith::CmpIPredicate::slt, i, x.idx(rt.getD0())),
+                  x.cmpI(arith::CmpIPredicate::slt, j, x.idx(rt.getD1())));
+              return x.select(real, x.extract(input, {s, i, j}),
+                              x.f32(value));
+            }));
+        return success();
+      })
+      .Case<KernelOp>([&](KernelOp kernel) {
+        for (Operation &inner : kernel.getBody().front()) {
+          if (auto yield = dyn_cast<YieldOp>(inner)) {
+            for (auto [result, value] :
+                 llvm::zip(kernel.getResults(), yield.getValues()))
+              values[result] = values.lookup(value);
+            continue;
+          }
+          if (failed(lower(&inner)))
+            return failure();
+        }
         return success();
       })
       .Case<SaveOp>([&](SaveOp save) {

@@ -1,0 +1,51 @@
+//===- Passes.td - Vortex transformation passes -------------*- tablegen -*-===//
+
+#ifndef VORTEX_TRANSFORMS_PASSES_TD
+#define VORTEX_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def VortexFuse : Pass<"vortex-fuse", "::mlir::ModuleOp"> {
+  let summary = "Group workload-fused (W) ops into vortex.kernel regions";
+  let description = [{
+    vortex_torch's W-fusion, made visible in the IR. Over the ops of each
+    flow body (fusion groups start as single ops), any two W groups merge
+    when the merge keeps the group graph acyclic: no path of length >= 2
+    between them, in either direction, through a third group. So producers
+    fuse with consumers, siblings fuse (sharing an input or not), standalone
+    (S) ops are never merged and act as barriers, and a W op that depends on
+    an S op whose input comes from another W group stays apart from that
+    group. Side-effecting ops (write, fill, save) fuse like any W op and are
+    kept. A load of a field is ordered before every save of it. Each group
+    becomes one `vortex.kernel` yielding the values used outside it; groups
+    are placed in topological order.
+  }];
+}
+
+def VortexPadToPow2 : Pass<"vortex-pad", "::mlir::ModuleOp"> {
+  let summary = "Make the power-of-two padded shape of vtensors explicit";
+  let description = [{
+    Every vtensor inside a flow whose D0 or D1 is not a power of two gets
+    its padded shape made explicit in its type (`padded = [8, 128]` for a
+    G = 5 query). The real extents stay the type's shape, so later passes
+    and the lowering know which lanes are padding. Vortex ops outside a
+    flow are rejected: their types belong to function signatures.
+  }];
+}
+
+def VortexMaskPadding : Pass<"vortex-mask-padding", "::mlir::ModuleOp"> {
+  let summary = "Give padded lanes the neutral value of their consumer";
+  let description = [{
+    After `vortex-pad`: in front of every reduction (max, min, mean, sum,
+    l2norm, the interleaved ones) over a padded axis and of every
+    contraction (gemm, gemv) over a padded K axis, insert a
+    `vortex.mask_lanes` whose value is the consumer's neutral element:
+    -inf for max, +inf for min, 0 for sum, mean, l2norm and contractions.
+    Mean still divides by the real extent. Loads and stores of padded
+    values are masked by the lowering (padded lanes read 0, stores write
+    the real lanes). A value that needs padding but whose padding is still
+    implicit is rejected: run `vortex-pad` first.
+  }];
+}
+
+#endif // VORTEX_TRANSFORMS_PASSES_TD

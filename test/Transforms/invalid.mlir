@@ -1,0 +1,10 @@
+// RUN: vortex-opt %s --split-input-file --verify-diagnostics --vortex-mask-padding
+
+// The masking pass needs explicit padding: run vortex-pad first.
+!q = !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+func.func @implicit(%q: !q) -> !qm {
+  // expected-error @+1 {{'vortex.mean' op uses '!vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>' whose padding is implicit; run --vortex-pad first}}
+  %m = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  return %m : !qm
+}

@@ -1,0 +1,131 @@
+// RUN: vortex-opt %s --split-input-file --vortex-pad | FileCheck %s --check-prefix=PAD
+// RUN: vortex-opt %s --split-input-file --vortex-pad --vortex-mask-padding | FileCheck %s --check-prefix=MASK
+// RUN: vortex-opt %s --split-input-file --vortex-pad --vortex-mask-padding --convert-vortex-to-linalg | FileCheck %s --check-prefix=LIN
+
+// G = 5 (Qwen3-14B): the query and everything derived from its head axis
+// are padded to 8 lanes; the reductions over the padded head axis get the
+// neutral element of the reduction in the padded lanes.
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!e = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!er = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!q = !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!sh = !vortex.vtensor<?x5x128xbf16, #vortex.format<ragged>>
+!sd = !vortex.vtensor<?x5x1xbf16, #vortex.format<ragged>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @g5
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 5, topk_val = 4, topk_ratio = 0.000000e+00 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(max = [1, 128], min = [1, 128])
+cache(%k: !kv, %v: !kv, %max: !e, %min: !e) {
+  %hi = vortex.max %k {dim = 1 : i64} : !kv -> !er
+  vortex.write %hi into %max : !er into !e
+  %lo = vortex.min %k {dim = 1 : i64} : !kv -> !er
+  vortex.write %lo into %min : !er into !e
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %max: !e, %min: !e) {
+  %a0 = vortex.multiply %q, %max : (!q, !e) -> !sh
+  %a1 = vortex.multiply %q, %min : (!q, !e) -> !sh
+  %a = vortex.maximum %a0, %a1 : (!sh, !sh) -> !sh
+  %sum = vortex.sum %a {dim = 2 : i64} : !sh -> !sd
+  %hmax = vortex.max %sum {dim = 1 : i64} : !sd -> !s
+  %hmin = vortex.min %sum {dim = 1 : i64} : !sd -> !s
+  %hmean = vortex.mean %sum {dim = 1 : i64} : !sd -> !s
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %t = vortex.add %hmax, %hmin : (!s, !s) -> !s
+  %u = vortex.add %t, %hmean : (!s, !s) -> !s
+  vortex.topk %u into %o : !s into !o
+}
+
+// PAD-LABEL: vortex.flow @g5
+// Power-of-two shapes are untouched.
+// PAD: cache(%k: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+// PAD: indexer(%q: !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 128]>
+// PAD: vortex.multiply {{.*}} -> !vortex.vtensor<?x5x128xbf16, #vortex.format<ragged>, padded = [8, 128]>
+// PAD: vortex.sum {{.*}} -> <?x5x1xbf16, #vortex.format<ragged>, padded = [8, 1]>
+// PAD: vortex.max {{.*}} -> <?x1x1xbf16, #vortex.format<ragged>>
+// PAD-NOT: mask_lanes
+
+// MASK-LABEL: vortex.flow @g5
+// The sum over D (not padded) needs no mask.
+// MASK: %[[A:.+]] = vortex.maximum
+// MASK-NEXT: %[[SUM:.+]] = vortex.sum %[[A]]
+// Max over the padded head axis: padded lanes hold -inf.
+// MASK-NEXT: %[[M1:.+]] = vortex.mask_lanes %[[SUM]] {value = 0xFF800000 : f32}
+// MASK-NEXT: vortex.max %[[M1]] {dim = 1 : i64}
+// Min: +inf.
+// MASK-NEXT: %[[M2:.+]] = vortex.mask_lanes %[[SUM]] {value = 0x7F800000 : f32}
+// MASK-NEXT: vortex.min %[[M2]] {dim = 1 : i64}
+// Mean: 0 (and the division is by the 5 real heads, see LIN).
+// MASK-NEXT: %[[M3:.+]] = vortex.mask_lanes %[[SUM]] {value = 0.000000e+00 : f32}
+// MASK-NEXT: vortex.mean %[[M3]] {dim = 1 : i64}
+// MASK-NEXT: %[[M4:.+]] = vortex.mask_lanes %q {value = 0.000000e+00 : f32}
+// MASK-NEXT: vortex.mean %[[M4]] {dim = 1 : i64}
+
+// LIN-LABEL: func.func @g5_indexer
+// The real q is [?, 5, 128]; it is read into 8 lanes, padded lanes 0.
+// LIN-SAME: memref<?x5x128xf32> {vortex.name = "q"}
+// LIN: tensor<?x8x128xf32>
+// LIN: arith.cmpi slt, %{{.+}}, %c5
+// LIN: arith.select
+// The lane masks compare against the real extent 5.
+// LIN: arith.constant 0xFF800000 : f32
+// LIN: arith.cmpi slt, %{{.+}}, %c5
+// Means divide by the real 5 heads, never by 8.
+// LIN: arith.constant 5.000000e+00 : f32
+// LIN-NOT: arith.constant 8.000000e+00 : f32
+// LIN: func.func @g5_cache
+
+// -----
+
+// A contraction over a padded K axis masks both operands with 0.
+
+!kv = !vortex.vtensor<?x16x96xbf16, #vortex.format<paged>>
+!c = !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x96xbf16, #vortex.format<ragged>>
+!q = !vortex.vtensor<?x8x96xbf16, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x96xbf16, #vortex.format<batched>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @d96
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 96,
+        group_size = 8, topk_val = 4, topk_ratio = 0.000000e+00 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 96])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// PAD-LABEL: vortex.flow @d96
+// PAD: %centroids: !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>, padded = [1, 128]>
+
+// MASK-LABEL: vortex.flow @d96
+// The mean over the 16 tokens of a block does not touch the padded D lanes.
+// MASK: cache(
+// MASK-NOT: mask_lanes
+// MASK: indexer(
+// MASK: %[[QM:.+]] = vortex.mean %q
+// MASK-NEXT: %[[X:.+]] = vortex.mask_lanes %[[QM]] {value = 0.000000e+00 : f32}
+// MASK-NEXT: %[[Y:.+]] = vortex.mask_lanes %centroids {value = 0.000000e+00 : f32}
+// MASK-NEXT: vortex.gemm %[[X]], %[[Y]]
+
+// LIN-LABEL: func.func @d96_indexer
+// LIN-SAME: memref<?x1x96xf32> {vortex.name = "centroids"}
+// The contraction runs over the 128 padded lanes.
+// LIN: tensor.expand_shape {{.*}} into tensor<?x1x8x128xf32>
+// LIN: ins(%{{.+}}, %{{.+}} : tensor<?x1x128xf32>, tensor<?x1x128xf32>) outs(%{{.+}} : tensor<?x1x1xf32>)
+// LIN-LABEL: func.func @d96_cache
+// Stores write the 96 real lanes of the field rows.
+// LIN: tensor.extract_slice {{.*}} : tensor<?x1x128xf32> to tensor<1x1x96xf32>
+// LIN: tensor.insert_slice {{.*}} : tensor<1x1x96xf32> into tensor<?x1x96xf32>

@@ -1,0 +1,11 @@
+// RUN: vortex-opt %s --split-input-file --verify-diagnostics --vortex-pad
+
+// Outside a flow, vtensor types are part of a function signature: the pass
+// does not rewrite them.
+!q = !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+func.func @stray(%q: !q) -> !qm {
+  // expected-error @+1 {{'vortex.mean' op outside a vortex.flow cannot be padded}}
+  %m = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  return %m : !qm
+}
