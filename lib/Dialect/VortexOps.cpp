@@ -607,9 +607,10 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
       return op.emitOpError("is not a vortex op; a flow body holds only "
                             "vortex ops");
     if (side == Side::Cache) {
-      // vortex_torch.cache exports no Sum and no GeMV (reference, 2.2).
+      // vortex_torch.cache exports no Sum, GeMV, Transpose or Kron
+      // (reference, 2.2).
       if (isa<SaveOp, LoadOp, TopKOp, ApproxTopKOp, TrtllmTopKOp, UnionOp,
-              GeMVOp, SumOp>(op))
+              GeMVOp, SumOp, TransposeOp, KronOp>(op))
         return op.emitOpError("is an indexer-side op and cannot appear in "
                               "the cache body");
       auto sched = dyn_cast<ScheduledOpInterface>(op);
@@ -620,18 +621,6 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
                    MeanInterleaveOp, L2NormInterleaveOp>(op)) {
       return op.emitOpError("is a cache-side op and cannot appear in the "
                             "indexer body");
-    }
-    for (Type t : llvm::concat<Type>(op.getOperandTypes(),
-                                     op.getResultTypes())) {
-      auto v = dyn_cast<VTensorType>(t);
-      if (!v)
-        continue;
-      if (side == Side::Cache && v.isBatched())
-        return op.emitOpError("uses a 'batched' tensor; the cache side has "
-                              "no batched format");
-      if (side == Side::Indexer && v.isSlotted())
-        return op.emitOpError("uses a 'slotted' tensor; slotted fields "
-                              "exist only on the cache side");
     }
     for (Type t : op.getResultTypes()) {
       auto v = cast<VTensorType>(t);

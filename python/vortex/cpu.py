@@ -172,6 +172,32 @@ def _quote(s: str) -> str:
     return s if re.fullmatch(r"[\w@%+=:,./-]+", s) else repr(s)
 
 
+def _runtime_link_args(ll_path: str) -> List[str]:
+    """Link MLIR's C runner utils when the lowered code calls into it (a
+    `memref.copy` between non-contiguous layouts becomes a call to
+    `memrefCopy`)."""
+    with open(ll_path) as f:
+        declared = re.findall(r"^declare\b[^@]*@([\w.$]+)", f.read(),
+                              re.MULTILINE)
+    if not any(d == "memrefCopy" or d.startswith("_mlir_") for d in declared):
+        return []
+    candidates = []
+    env = os.environ.get("VORTEX_MLIR_RUNTIME_LIB")
+    if env:
+        candidates.append(env)
+    translate = find_tool("mlir-translate")
+    for d in [os.path.dirname(os.path.realpath(translate))] + _llvm_bindirs():
+        candidates.append(os.path.join(d, "..", "lib",
+                                       "libmlir_c_runner_utils.so"))
+    for lib in candidates:
+        if os.path.isfile(lib):
+            lib = os.path.realpath(lib)
+            return [lib, "-Wl,-rpath," + os.path.dirname(lib)]
+    raise VortexCompileError(
+        "the lowered flow calls MLIR's runtime (memrefCopy) but "
+        "libmlir_c_runner_utils.so was not found; set VORTEX_MLIR_RUNTIME_LIB")
+
+
 _pipeline_cache: Dict[str, List[str]] = {}
 
 
@@ -641,5 +667,6 @@ def compile_flow(source: str, workdir: Optional[str] = None,
          "mlir-translate")
     _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic",
           ll, "-o", obj], "llc")
-    _run([find_tool("cc"), "-shared", obj, "-o", so, "-lm"], "cc (link)")
+    _run([find_tool("cc"), "-shared", obj, "-o", so, "-lm",
+          *_runtime_link_args(ll)], "cc (link)")
     return CompiledFlow(info, so, workdir, tempdir)

@@ -448,6 +448,48 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 // -----
 
+// vortex_torch.cache has no Transpose.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.transpose' op is an indexer-side op and cannot appear in the cache body}}
+  %x = vortex.transpose %k : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// vortex_torch.cache has no Kron.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.kron' op is an indexer-side op and cannot appear in the cache body}}
+  %x = vortex.kron %k, %k {dims = array<i64: 1>} : (!p, !p) -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
 // vortex_torch.cache has no Sum.
 
 !p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
