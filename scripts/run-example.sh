@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-#===- scripts/run-example.sh - Compile a vortex flow with vortex-opt ------===#
+#===- scripts/run-example.sh - The main job on a bundled flow -------------===#
 #
-#   scripts/run-example.sh [example.mlir] [vortex-opt options...]
+#   scripts/run-example.sh [flow.mlir]
 #
-# Builds vortex-opt if needed (build output goes to stderr), then parses,
-# verifies, canonicalizes and prints the flow (default:
-# examples/block_sparse_attention.mlir). Extra options are passed on to
-# vortex-opt after --canonicalize.
+# Builds vortex-opt if needed (build output goes to stderr), compiles the
+# flow (default: examples/block_sparse_attention.mlir) through the
+# vortex-to-cpu pipeline into a shared object, runs the cache step on every
+# block of generated data and one indexer step, and prints each row's
+# selected blocks next to the numpy reference's.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -15,10 +16,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${VORTEX_BUILD_DIR:-$ROOT/build}"
 
 example="${1:-$ROOT/examples/block_sparse_attention.mlir}"
-[ "$#" -gt 0 ] && shift
 [ -f "$example" ] || { echo "run-example: no such file: $example" >&2; exit 2; }
 
 # Configure and build on the first run; a no-op when vortex-opt is current.
 bash "$ROOT/scripts/build.sh" vortex-opt >&2
 
-exec "$BUILD_DIR/bin/vortex-opt" --canonicalize "$example" "$@"
+export VORTEX_OPT="$BUILD_DIR/bin/vortex-opt"
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+exec python3 -m vortex.demo "$example"

@@ -489,9 +489,8 @@ class CompiledFlow:
         extra = [n for n in cache if n not in names]
         if extra:
             raise ValueError(f"cache: unknown keys {extra} (expected {names})")
-        k = cache["k"]
-        if not isinstance(k, np.ndarray) or k.ndim < 1:
-            _check_cache_tensor("k", k, (None, 1, 1))
+        bs, d = int(self.config["block_size"]), int(self.config["head_dim"])
+        k = _check_cache_tensor("k", cache["k"], (None, bs, d))
         shapes = self.cache_shapes(int(k.shape[0]))
         tensors = [_check_cache_tensor(n, cache[n], shapes[n]) for n in names]
         # A tensor the step writes must not overlap any other argument.
@@ -614,7 +613,8 @@ def compile_flow(source: str, workdir: Optional[str] = None,
     with the returned object). `name` picks the flow when the module holds
     several. Raises `VortexCompileError` with the failing tool's stderr.
     """
-    is_text = "vortex.flow" in source or "\n" in source
+    is_text = "\n" in source or ("vortex.flow" in source
+                                 and not os.path.exists(source))
     if not is_text and not os.path.exists(source):
         raise FileNotFoundError(f"no such flow file: {source}")
     tempdir = None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -126,9 +127,8 @@ def probe_flow_text(name: str, config: str, kv: Sequence[int], group: int,
     shapes = {(1, 1), (bs, d), (group, d)}
     shapes |= {(r, c) for _, r, c in cache_fields}
     shapes |= {(r, c) for _, r, c, _ in probes}
-    import re as _re
     for body in (cache_body, indexer_body):
-        for m in _re.finditer(r"![PRB](\d+)x(\d+)", body):
+        for m in re.finditer(r"![PRB](\d+)x(\d+)", body):
             shapes.add((int(m.group(1)), int(m.group(2))))
     lines = []
     for r, c in sorted(shapes):

@@ -9,8 +9,8 @@
 #
 # Covered: max / min / mean / l2norm over dims 1 and 2, the four *_interleave
 # ops over dims 1 (factor 2) and 2 (factor 4), gemm (k, v) per block,
-# transpose, reshape, where_gt, add(alpha, beta), multiply (broadcast),
-# exp / sigmoid / relu / silu / abs / add_mul / log, mask_slice, kron,
+# reshape, where_gt, add(alpha, beta), multiply (broadcast),
+# exp / sigmoid / relu / silu / abs / add_mul / log, mask_slice,
 # maximum, minimum, a chain (l2norm then mean: venergy), fill with a nonzero
 # value, and write.
 
@@ -38,7 +38,6 @@ for kind in ["max", "min", "mean", "l2norm"]:
     out(f"d2_{kind}", 4, 1, f"  %v_d2_{kind} = vortex.{kind} %v {{dim = 2 : i64}} : !kv -> !R4x1")
     out(f"d1_{kind}", 1, 8, f"  %v_d1_{kind} = vortex.{kind} %k {{dim = 1 : i64}} : !kv -> !R1x8")
 out("gemm", 4, 4, "  %v_gemm = vortex.gemm %k, %v : (!kv, !kv) -> !R4x4")
-out("tr", 8, 4, "  %v_tr = vortex.transpose %k : !kv -> !R8x4")
 out("rs", 2, 16, "  %v_rs = vortex.reshape %k : !kv -> !R2x16")
 out("wgt", 4, 8, "  %v_wgt = vortex.where_gt %k, %v : (!kv, !kv) -> !R4x8")
 out("add", 4, 8, f"  %v_add = vortex.add %k, %v {{alpha = {f32(0.5)}, beta = {f32(-1.5)}}} : (!kv, !kv) -> !R4x8")
@@ -52,8 +51,6 @@ out("log", 4, 8, f"  %v_log = vortex.log %v_abs {{alpha = {f32(1.0)}, beta = {f3
 out("maxi", 4, 8, "  %v_maxi = vortex.maximum %k, %v : (!kv, !kv) -> !R4x8")
 out("mini", 4, 8, "  %v_mini = vortex.minimum %k, %v : (!kv, !kv) -> !R4x8")
 body.append("  %l2 = vortex.l2norm %v {dim = 2 : i64} : !kv -> !R4x1")
-body.append("  %mi = vortex.min_interleave %k {dim = 1 : i64, factor = 2 : i64} : !kv -> !R2x8")
-out("kron", 8, 8, "  %v_kron = vortex.kron %l2, %mi {dims = array<i64: 1>} : (!R4x1, !R2x8) -> !R8x8")
 body.append("  %cm = vortex.mean %k {dim = 1 : i64} : !kv -> !R1x8")
 out("mul", 4, 8, "  %v_mul = vortex.multiply %v, %cm : (!kv, !R1x8) -> !R4x8")
 out("ven", 1, 1, "  %v_ven = vortex.mean %l2 {dim = 1 : i64} : !R4x1 -> !R1x1")
@@ -75,7 +72,6 @@ def cache_fn(k, v, cfg):
         o[f"d2_{kind}"] = ref.reduce(v, 2, kind)
         o[f"d1_{kind}"] = ref.reduce(k, 1, kind)
     o["gemm"] = ref.gemm(k, v)
-    o["tr"] = ref.transpose(k)
     o["rs"] = ref.reshape(k, 2, 16)
     o["wgt"] = ref.where(k, v, "gt")
     o["add"] = ref.add(k, v, 0.5, -1.5)
@@ -89,7 +85,6 @@ def cache_fn(k, v, cfg):
     o["maxi"] = ref.maximum(k, v)
     o["mini"] = ref.minimum(k, v)
     l2 = ref.reduce(v, 2, "l2norm")
-    o["kron"] = ref.kron(l2, ref.interleave(k, 1, 2, "min"), (1,))
     cm = ref.reduce(k, 1, "mean")
     o["mul"] = ref.multiply(v, cm)
     o["ven"] = ref.reduce(l2, 1, "mean")

@@ -5,7 +5,8 @@
 # [1, 3], [3, 6], [2, 9], ...): whatever padding the pipeline introduces,
 # padded lanes must not leak into reductions of ragged and batched values
 # (max / min over all-negative / all-positive data, sum, mean, l2norm over
-# dims 1 and 2), softmax, kron, transpose, reshape, mask_slice, gemm, or
+# dims 1 and 2), softmax, kron, transpose, reshape, mask_slice, gemm of a
+# ragged operand, or
 # the cache side's elementwise ops. Every value is saved (indexer) or
 # written (cache) into a field of its own and compared with
 # python/vortex/reference.py to rtol = atol = 1e-5, for the four sign
@@ -37,19 +38,19 @@ def cache_out(name, r, c, line):
 
 cache_out("km", 4, 6, "  %km_v = vortex.multiply %k, %v : (!kv, !kv) -> !R4x6")
 
-body = ["  %g = vortex.gemm %q, %c : (!q, !P1x6) -> !R1x3",
-        "  %m = vortex.multiply %q, %c : (!q, !P1x6) -> !R3x6"]
-probes = [("o_g", 1, 3, "g"), ("o_m", 3, 6, "m")]
+body = ["  %m = vortex.multiply %q, %c : (!q, !P1x6) -> !R3x6",
+        "  %g = vortex.gemm %q, %m : (!q, !R3x6) -> !R3x3"]
+probes = [("o_g", 3, 3, "g"), ("o_m", 3, 6, "m")]
 for kind in REDUCE:
     body += [
-        f"  %g2_{kind} = vortex.{kind} %g {{dim = 2 : i64}} : !R1x3 -> !R1x1",
+        f"  %g2_{kind} = vortex.{kind} %g {{dim = 2 : i64}} : !R3x3 -> !R3x1",
         f"  %m2_{kind} = vortex.{kind} %m {{dim = 2 : i64}} : !R3x6 -> !R3x1",
         f"  %m1_{kind} = vortex.{kind} %m {{dim = 1 : i64}} : !R3x6 -> !R1x6",
         f"  %q1_{kind} = vortex.{kind} %q {{dim = 1 : i64}} : !q -> !B1x6",
         f"  %q1r_{kind} = vortex.multiply %q1_{kind}, %c : (!B1x6, !P1x6) "
         "-> !R1x6",
     ]
-    probes += [(f"o_g2_{kind}", 1, 1, f"g2_{kind}"),
+    probes += [(f"o_g2_{kind}", 3, 1, f"g2_{kind}"),
                (f"o_m2_{kind}", 3, 1, f"m2_{kind}"),
                (f"o_m1_{kind}", 1, 6, f"m1_{kind}"),
                (f"o_q1_{kind}", 1, 6, f"q1r_{kind}")]
@@ -83,7 +84,8 @@ def cache_fn(k, v, cfg):
 
 def indexer_fn(c):
     q, C = c.rows(c.q), c.field("c")
-    g, m = ref.gemm(q, C), ref.multiply(q, C)
+    m = ref.multiply(q, C)
+    g = ref.gemm(q, m)
     vals = {"g": g, "m": m}
     for kind in REDUCE:
         vals[f"g2_{kind}"] = ref.reduce(g, 2, kind)

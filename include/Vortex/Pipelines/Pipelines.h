@@ -10,6 +10,9 @@
 #define VORTEX_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
 
 namespace mlir::vortex {
 
@@ -29,6 +32,71 @@ void buildVortexToCPUPipeline(OpPassManager &pm);
 /// Registers `vortex-to-cpu` and its stages `vortex-cpu-stage-linalg`,
 /// `vortex-cpu-stage-bufferize` and `vortex-cpu-stage-llvm`.
 void registerVortexPipelines();
+
+//===----------------------------------------------------------------------===//
+// vortex-to-nvvm (lib/Pipelines/NVVMPipeline.cpp, docs/gpu.md)
+//===----------------------------------------------------------------------===//
+
+struct VortexNVVMPipelineOptions
+    : public PassPipelineOptions<VortexNVVMPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture (sm_80, sm_90, "
+                                          "sm_100, ...)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("NVPTX features, e.g. +ptx80; empty: the PTX ISA the "
+                     "chip needs, at least 8.0"),
+      llvm::cl::init("")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimization level (0-3)"),
+                            llvm::cl::init(3)};
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit for libdevice (and ptxas for format=bin); "
+                     "empty: $CUDA_HOME, $CUDA_ROOT, $CUDA_PATH, else "
+                     "/usr/local/cuda"),
+      llvm::cl::init("")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: isa (PTX), bin (cubin), "
+                     "fatbin or llvm"),
+      llvm::cl::init("isa")};
+};
+
+/// Checks the options before a pipeline is built from them: a chip that both
+/// LLVM 22's NVPTX backend and CUDA 13's ptxas know, a PTX ISA in `features`
+/// the chip accepts (a too-old one aborts inside LLVM), opt-level and format.
+LogicalResult verifyVortexNVVMPipelineOptions(
+    const VortexNVVMPipelineOptions &options, std::string &error);
+
+/// `options.features`, or when empty `+ptxNN` for the lowest PTX ISA the chip
+/// accepts, and at least 8.0.
+std::string getVortexNVVMFeatures(const VortexNVVMPipelineOptions &options);
+
+/// The CUDA toolkit to use: `requested` if not empty, else $CUDA_HOME,
+/// $CUDA_ROOT, $CUDA_PATH, else /usr/local/cuda if it exists, else "".
+std::string findCUDAToolkit(llvm::StringRef requested = "");
+
+/// vortex-nvvm-stage-lower: on a module with vortex flows, vortex-fuse,
+/// vortex-pad, vortex-mask-padding and convert-vortex-to-gpu (only if that
+/// pass is registered); then the subgroup and vector-transfer gap-closing
+/// passes and the kernel-only NVVM lowering of every gpu.module, with the
+/// #nvvm.target attached.
+void buildVortexNVVMLowerStage(OpPassManager &pm,
+                               const VortexNVVMPipelineOptions &options);
+/// vortex-nvvm-stage-binary: gpu-module-to-binary with the CUDA toolkit (so
+/// libdevice is linked and inlined).
+void buildVortexNVVMBinaryStage(OpPassManager &pm,
+                                const VortexNVVMPipelineOptions &options);
+/// vortex-to-nvvm: both stages; every gpu.module becomes a gpu.binary holding
+/// one object in `format` (PTX by default: vortex-compile runs ptxas on it).
+void buildVortexToNVVMPipeline(OpPassManager &pm,
+                               const VortexNVVMPipelineOptions &options);
+
+/// Registers `vortex-to-nvvm` and its stages (called by
+/// registerVortexPipelines).
+void registerVortexNVVMPipelines();
 
 } // namespace mlir::vortex
 

@@ -868,8 +868,10 @@ LogicalResult BodyLowering::lower(Operation *op) {
         VTensorType rt = resultType();
         Value input = in(0);
         double value = mask.getValue().convertToDouble();
+        // The mask keeps its input's domain: a paged operand is masked over
+        // the whole pool (it is gathered by block id afterwards).
         setResult(generate(
-            leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+            e.dim(input, 0), computeExtent(rt, 1),
             computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
               Value real = x.andI(

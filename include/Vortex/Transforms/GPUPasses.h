@@ -1,0 +1,29 @@
+//===- GPUPasses.h - Vortex GPU gap-closing passes --------------*- C++ -*-===//
+//
+// Passes that make the kernels of convert-vortex-to-gpu lower through MLIR
+// 22.1.8's convert-gpu-to-nvvm (see docs/gpu.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_TRANSFORMS_GPUPASSES_H
+#define VORTEX_TRANSFORMS_GPUPASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::vortex {
+
+#define GEN_PASS_DECL
+#include "Vortex/Transforms/GPUPasses.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Vortex/Transforms/GPUPasses.h.inc"
+
+} // namespace mlir::vortex
+
+#endif // VORTEX_TRANSFORMS_GPUPASSES_H

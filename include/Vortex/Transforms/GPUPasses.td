@@ -1,0 +1,82 @@
+//===- GPUPasses.td - Vortex GPU gap-closing passes ---------*- tablegen -*-===//
+//
+// Passes that close the gaps of MLIR 22.1.8's NVVM lowering for the kernels
+// convert-vortex-to-gpu emits (see docs/gpu.md and the toolchain notes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_TRANSFORMS_GPUPASSES_TD
+#define VORTEX_TRANSFORMS_GPUPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def VortexGPULowerSubgroupReduce : Pass<"vortex-gpu-lower-subgroup-reduce"> {
+  let summary = "Expand gpu.subgroup_reduce into gpu.shuffle butterflies";
+  let description = [{
+    `convert-gpu-to-nvvm` of MLIR 22 cannot legalize `gpu.subgroup_reduce`
+    (except i32 with `has-redux`) and does not lower `gpu.subgroup_id`,
+    `gpu.num_subgroups` and `gpu.subgroup_size`. This pass rewrites, inside
+    the op it runs on (usually a `gpu.module`):
+
+    * every `gpu.subgroup_reduce`, clustered or not, of any integer or float
+      type or 1-D vector of them, into `gpu.shuffle xor` butterflies
+      (log2(cluster size) shuffles, with `cluster(size = N, stride = S)`
+      honoured). Values of up to 32 bits are packed into one i32 shuffle,
+      vectors are split into 32-bit pieces (or per element when the elements
+      are 32 bits or wider); 64-bit scalars use 64-bit shuffles, which
+      `convert-gpu-to-nvvm` splits in two;
+    * `gpu.subgroup_size` into the constant `subgroup-size`;
+    * `gpu.num_subgroups` into `ceil(block threads / subgroup-size)`;
+    * `gpu.subgroup_id` into `linear thread id / subgroup-size`.
+
+    A reduction whose cluster size or stride does not fit the subgroup is
+    rejected with an error.
+
+    ```mlir
+    %r = gpu.subgroup_reduce add %x cluster(size = 16) : (f32) -> f32
+    // becomes 4 x gpu.shuffle xor (offsets 1, 2, 4, 8, width 32) + arith.addf
+    ```
+  }];
+  let options = [
+    Option<"subgroupSize", "subgroup-size", "unsigned", /*default=*/"32",
+           "Lanes of a subgroup (a warp: 32 on NVIDIA GPUs)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::index::IndexDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def VortexGPULowerVectorTransfers : Pass<"vortex-gpu-lower-vector-transfers"> {
+  let summary = "Lower vector transfers and masks inside kernels";
+  let description = [{
+    `convert-gpu-to-nvvm` of MLIR 22 leaves `vector.transfer_read`,
+    `vector.transfer_write` and `vector.mask` alone, and the upstream
+    `lower-vector-mask` pass cannot nest under a `gpu.module`. This pass
+    applies, on any op (usually a `gpu.module`), the patterns that turn
+    them into what the NVVM lowering handles:
+
+    * out-of-bounds transfers get an explicit mask (`in_bounds = [false]`
+      becomes a `vector.create_mask` of the remaining extent);
+    * `vector.mask { vector.transfer_read/write }` becomes a masked transfer;
+    * n-D masks are unrolled to 1-D ones, transfer permutation maps are
+      simplified and n-D transfers are unrolled to 1-D transfers (scf loops);
+    * 1-D transfers become `vector.load`/`vector.store`, or
+      `vector.maskedload`/`vector.maskedstore` when masked, plus
+      `vector.broadcast` for broadcast dimensions.
+
+    A `vector.transfer_read`/`vector.transfer_write` that is still there
+    afterwards (for instance one on a tensor) is an error: the NVVM
+    translation would fail on it later with a less helpful message.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+#endif // VORTEX_TRANSFORMS_GPUPASSES_TD
