@@ -44,12 +44,22 @@ llvm_config.with_environment("PYTHONPATH",
                              append_path=True)
 
 tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
-tools = ["vortex-opt", "mlir-opt", "vortex-capi-test"]
+tools = ["vortex-opt", "vortex-compile", "mlir-opt", "vortex-capi-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Optional capabilities.
-if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+_ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.path.exists(_ptxas):
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))
+# A CUDA toolkit with libdevice, found as vortex-to-nvvm finds it.
+for _cuda in [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_ROOT",
+                                          "CUDA_PATH")] + ["/usr/local/cuda"]:
+    if _cuda and os.path.exists(
+            os.path.join(_cuda, "nvvm", "libdevice", "libdevice.10.bc")):
+        config.available_features.add("cuda-toolkit")
+        config.substitutions.append(("%cuda_path", _cuda))
+        break
 # numpy as %python sees it (lit itself may run under another Python).
 _python = config.python_executable or shutil.which("python3")
 if _python and subprocess.run([_python, "-c", "import numpy"],

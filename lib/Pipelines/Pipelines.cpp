@@ -77,4 +77,5 @@ void vortex::registerVortexPipelines() {
   PassPipelineRegistration<>("vortex-cpu-stage-llvm",
                              "vortex-to-cpu stage 3: loops to the LLVM dialect",
                              buildVortexLowerToLLVMStage);
+  registerVortexNVVMPipelines();
 }

@@ -4,6 +4,7 @@
 #include "Vortex/Conversion/Passes.h"
 #include "Vortex/Dialect/VortexDialect.h"
 #include "Vortex/Pipelines/Pipelines.h"
+#include "Vortex/Transforms/GPUPasses.h"
 #include "Vortex/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -14,6 +15,7 @@ void mlir::vortex::registerAllVortexDialects(DialectRegistry &registry) {
 
 void mlir::vortex::registerAllVortexPasses() {
   registerVortexTransformsPasses();
+  registerVortexGPUPasses();
   registerVortexConversionPasses();
   registerVortexPipelines();
 }

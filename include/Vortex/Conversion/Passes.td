@@ -33,4 +33,42 @@ def ConvertVortexToLinalg : Pass<"convert-vortex-to-linalg", "::mlir::ModuleOp">
   ];
 }
 
+
+def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Generate GPU kernels (gpu dialect) and a launch manifest for flows";
+  let description = [{
+    Expects flows after `vortex-fuse`, `vortex-pad` and `vortex-mask-padding`
+    (a top-level workload op outside a `vortex.kernel` becomes its own
+    kernel). Emits `gpu.module @<flow>_kernels` and the module attribute
+    `vortex.manifest` described in docs/gpu.md, then erases the flow.
+
+    * Each indexer `vortex.kernel` becomes a persistent kernel: every group
+      of `lanes` threads owns one block at a time and walks a contiguous
+      chunk of CSR positions; the block id is read once per block, paged
+      rows are read with 16-byte vector loads spread over the group's lanes,
+      the row's batched operands (q) stay in registers while the row does
+      not change, and reductions over D use clustered subgroup reductions.
+      Only the scored positions `[0, n - eos)` of rows that need selection
+      are computed (vortex_torch's planner schedules no other work).
+    * Each cache `vortex.kernel` becomes a kernel over the completed blocks.
+    * Softmax, normalize, conv1d and mean/sum/max/min/l2norm over dim 0 run
+      one CTA per row over `[bos, n - eos)`.
+    * `vortex.topk` / `vortex.approx_topk` run one CTA per row: a bitonic
+      sort in shared memory of (score, position) keys (rows up to 4096
+      scored blocks; longer rows use a slower per-pick reduction).
+    Values crossing kernels live in f32 scratch buffers.
+  }];
+  let options = [
+    Option<"ctasPerSM", "ctas-per-sm", "int64_t", "4",
+           "CTAs per multiprocessor of the persistent grid">,
+    Option<"threadsPerCTA", "threads", "int64_t", "256",
+           "threads per CTA of the workload kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // VORTEX_CONVERSION_PASSES_TD

@@ -78,8 +78,12 @@ struct LowerNumSubgroups final : OpRewritePattern<gpu::NumSubgroupsOp> {
       Value d = gpu::BlockDimOp::create(rewriter, loc, dim);
       threads = threads ? arith::MulIOp::create(rewriter, loc, threads, d) : d;
     }
+    // (threads + size - 1) / size: arith.ceildivui has no LLVM lowering.
+    Value sizeMinusOne =
+        arith::ConstantIndexOp::create(rewriter, loc, subgroupSize - 1);
     Value size = arith::ConstantIndexOp::create(rewriter, loc, subgroupSize);
-    rewriter.replaceOpWithNewOp<arith::CeilDivUIOp>(op, threads, size);
+    Value rounded = arith::AddIOp::create(rewriter, loc, threads, sizeMinusOne);
+    rewriter.replaceOpWithNewOp<arith::DivUIOp>(op, rounded, size);
     return success();
   }
 
@@ -93,6 +97,7 @@ struct VortexGPULowerSubgroupReducePass final
   using Base::Base;
 
   void runOnOperation() override {
+    unsigned subgroupSize = this->subgroupSize;
     if (!llvm::isPowerOf2_32(subgroupSize)) {
       emitError(getOperation()->getLoc())
           << "subgroup-size must be a power of two, got " << subgroupSize;

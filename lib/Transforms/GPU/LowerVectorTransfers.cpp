@@ -28,6 +28,18 @@ struct VortexGPULowerVectorTransfersPass final
     : vortex::impl::VortexGPULowerVectorTransfersBase<
           VortexGPULowerVectorTransfersPass> {
   void runOnOperation() override {
+    // Kernels work on buffers; the mask patterns would also build tensor ops.
+    WalkResult onTensors = getOperation()->walk([](Operation *op) {
+      auto xfer = dyn_cast<VectorTransferOpInterface>(op);
+      if (!xfer || !isa<RankedTensorType>(xfer.getBase().getType()))
+        return WalkResult::advance();
+      op->emitOpError("on a tensor cannot be lowered in a kernel: bufferize "
+                      "first");
+      return WalkResult::interrupt();
+    });
+    if (onTensors.wasInterrupted())
+      return signalPassFailure();
+
     RewritePatternSet patterns(&getContext());
     // vector.mask { transfer } -> masked transfer; out-of-bounds transfers
     // -> explicit masks (64-bit indices: kernels index with i64).
@@ -40,6 +52,9 @@ struct VortexGPULowerVectorTransfersPass final
     vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
     vector::populateVectorTransferLoweringPatterns(patterns,
                                                    /*maxTransferRank=*/1);
+    // Broadcast transfers read a 0-D vector that convert-gpu-to-nvvm cannot
+    // broadcast (it does not run convert-vector-to-llvm's lowerings).
+    vector::populateVectorBroadcastLoweringPatterns(patterns);
     // n-D transfers -> 1-D ones; unrolled, since kernel vectors are small and
     // the looped form would put an alloca in local memory.
     populateVectorToSCFConversionPatterns(
@@ -54,12 +69,7 @@ struct VortexGPULowerVectorTransfersPass final
     WalkResult left = getOperation()->walk([](Operation *op) {
       if (!isa<vector::TransferReadOp, vector::TransferWriteOp>(op))
         return WalkResult::advance();
-      auto xfer = cast<VectorTransferOpInterface>(op);
-      InFlightDiagnostic diag =
-          op->emitOpError("could not be lowered to vector loads and stores");
-      if (isa<RankedTensorType>(xfer.getBase().getType()))
-        diag.attachNote() << "it transfers to or from a tensor: bufferize "
-                             "before lowering kernels";
+      op->emitOpError("could not be lowered to vector loads and stores");
       return WalkResult::interrupt();
     });
     if (left.wasInterrupted())

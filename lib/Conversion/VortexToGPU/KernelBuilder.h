@@ -1,0 +1,234 @@
+//===- KernelBuilder.h - Shared helpers of the GPU code generator -*- C++ -*-===//
+//
+// Scalar and memory helpers for emitting gpu.func bodies, and the kernel
+// records the manifest is built from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
+#define VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
+
+#include "Vortex/Dialect/VortexOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+#include <set>
+
+namespace mlir::vortex::gpugen {
+
+/// One parameter of a kernel: a buffer (flow tensor) or an i32 scalar symbol.
+struct Param {
+  std::string name;
+  bool isBuffer;
+  Type elementType; // buffers only
+};
+
+/// A launch of a kernel, as the manifest describes it.
+struct KernelRecord {
+  std::string name;
+  std::string step;      // "indexer" or "cache"
+  std::string gridKind;  // "persistent", "rows" or "items"
+  int64_t ctasPerSM = 0; // persistent
+  std::string itemsOf;   // items
+  int64_t perCTA = 0;    // items
+  int64_t threads = 0;
+  int64_t sharedBytes = 0;
+  SmallVector<Param> params;
+  SmallVector<std::string> reads, writes;
+};
+
+/// A flow tensor known to the runtime.
+struct TensorRecord {
+  std::string role; // input, cache, output, scratch
+  Type elementType;
+  SmallVector<std::string> shape; // symbols or integers as strings
+};
+
+/// Scalar helpers over an OpBuilder at a location.
+struct Gen {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value i32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value i64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value boolean(bool v) {
+    return arith::ConstantOp::create(b, loc, b.getBoolAttr(v));
+  }
+  Value toIndex(Value v) {
+    if (v.getType().isIndex())
+      return v;
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value toI32(Value v) {
+    if (v.getType().isInteger(32))
+      return v;
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divU(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remU(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value ceilDiv(Value x, Value y) {
+    return arith::CeilDivUIOp::create(b, loc, x, y);
+  }
+  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxI(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value minU(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value lt(Value x, Value y) { return cmpI(arith::CmpIPredicate::slt, x, y); }
+  Value cmpF(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value addF(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value subF(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mulF(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value divF(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value maxF(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value minF(Value x, Value y) {
+    return arith::MinimumFOp::create(b, loc, x, y);
+  }
+  Value affine(Value x, double scale, double shift) {
+    return addF(mulF(x, f32(scale)), f32(shift));
+  }
+
+  /// Storage element -> f32.
+  Value toF32(Value v) {
+    Type t = v.getType();
+    if (t.isF32())
+      return v;
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  }
+  /// f32 -> storage element (round to nearest even).
+  Value fromF32(Value v, Type storage) {
+    if (storage.isF32())
+      return v;
+    return arith::TruncFOp::create(b, loc, storage, v);
+  }
+
+  Value load(Value memref, Value index) {
+    return memref::LoadOp::create(b, loc, memref, ValueRange{index});
+  }
+  void store(Value v, Value memref, Value index) {
+    memref::StoreOp::create(b, loc, v, memref, ValueRange{index});
+  }
+
+  scf::ForOp forLoop(Value lb, Value ub, ValueRange inits,
+                     function_ref<SmallVector<Value>(Gen &, Value,
+                                                     ValueRange)>
+                         body) {
+    return scf::ForOp::create(
+        b, loc, lb, ub, idx(1), inits,
+        [&](OpBuilder &nb, Location l, Value iv, ValueRange args) {
+          Gen g{nb, l};
+          scf::YieldOp::create(nb, l, body(g, iv, args));
+        });
+  }
+  void ifThen(Value cond, function_ref<void(Gen &)> thenFn) {
+    scf::IfOp::create(b, loc, cond, [&](OpBuilder &nb, Location l) {
+      Gen g{nb, l};
+      thenFn(g);
+      scf::YieldOp::create(nb, l);
+    });
+  }
+  SmallVector<Value> ifElse(Value cond, TypeRange types,
+                            function_ref<SmallVector<Value>(Gen &)> thenFn,
+                            function_ref<SmallVector<Value>(Gen &)> elseFn) {
+    auto op = scf::IfOp::create(
+        b, loc, cond,
+        [&](OpBuilder &nb, Location l) {
+          Gen g{nb, l};
+          scf::YieldOp::create(nb, l, thenFn(g));
+        },
+        [&](OpBuilder &nb, Location l) {
+          Gen g{nb, l};
+          scf::YieldOp::create(nb, l, elseFn(g));
+        });
+    return SmallVector<Value>(op.getResults());
+  }
+};
+
+/// Neutral element of a reduction kind.
+double neutralOf(ReduceKind kind);
+
+/// The computed (padded once padding is explicit) inner extent of `t`.
+int64_t computeExtent(VTensorType t, unsigned dim);
+
+/// Storage element type of a flow tensor on the GPU (the type's own, i32
+/// for index tensors).
+Type storageType(VTensorType t);
+
+/// The dtype name the manifest uses ("bf16", "f16", "f32", "f8E4M3FN",
+/// "f8E5M2", "i32").
+std::string dtypeName(Type t);
+
+/// Context of one flow being compiled: the gpu.module, the buffers the flow
+/// tensors live in, and the manifest records.
+struct FlowContext {
+  FlowOp flow;
+  FlowConfigAttr config;
+  gpu::GPUModuleOp module;
+  int64_t ctasPerSM;
+  int64_t threads;
+  /// Value -> name of the buffer that holds it across kernels.
+  DenseMap<Value, std::string> bufferOf;
+  std::map<std::string, TensorRecord> tensors;
+  std::vector<KernelRecord> kernels;
+  unsigned nextScratch = 0;
+
+  /// A scratch buffer for `v` (ragged: [total, D0', D1'], batched:
+  /// [rows, D0', D1'], f32).
+  std::string allocScratch(Value v);
+};
+
+/// Emits the persistent workload kernel of one indexer vortex.kernel (or a
+/// lone workload op) and records it.
+LogicalResult emitIndexerWorkloadKernel(FlowContext &ctx, Operation *op,
+                                        StringRef name);
+/// Emits the kernel of one cache-side vortex.kernel (or lone op).
+LogicalResult emitCacheKernel(FlowContext &ctx, Operation *op,
+                              StringRef name);
+/// Emits the per-row scan kernel of a softmax, normalize, conv1d or a
+/// reduction over dim 0.
+LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
+                                StringRef name);
+/// Emits the per-row top-k kernel of vortex.topk / vortex.approx_topk.
+LogicalResult emitTopKKernel(FlowContext &ctx, Operation *op,
+                             StringRef name);
+
+/// Creates an empty kernel with the given parameters; returns it with the
+/// builder positioned at the start of its body. Buffers are memref<?xT>.
+gpu::GPUFuncOp createKernel(FlowContext &ctx, OpBuilder &b, Location loc,
+                            StringRef name, ArrayRef<Param> params,
+                            int64_t threads);
+
+} // namespace mlir::vortex::gpugen
+
+#endif // VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H

@@ -1,0 +1,1057 @@
+//===- WorkloadKernels.cpp - Fused workload kernels as GPU tile programs --===//
+//
+// A fused vortex.kernel runs, per KV block ("item"), a small program over
+// [D0, D1] tiles. A group of `lanes` consecutive threads owns one item: a
+// *distributed* tile spreads D1 over the group (each lane holds `perLane`
+// consecutive columns, loaded with one vector load), a *replicated* tile is
+// held whole by every lane (reduction results, narrow rows). Elementwise ops
+// are emitted lazily at their use, so a reduction consumes its input row by
+// row and register pressure stays at the loaded rows; reductions over D1 end
+// in a clustered subgroup reduction. A kernel whose ops need a layout change
+// the group cannot do in registers (transposing a distributed tile, ...) is
+// emitted in narrow mode: one lane per item, every tile replicated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <memory>
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::gpugen;
+
+namespace {
+
+struct Tile;
+using TileRef = std::shared_ptr<Tile>;
+
+/// A per-item tile: element (r, e) is row r and, for a distributed tile,
+/// column laneInItem * perLane + e, else column e.
+struct Tile {
+  int64_t d0 = 1, d1 = 1;         // computed extents
+  int64_t realD0 = 1, realD1 = 1; // real extents
+  bool distributed = false;
+  int64_t perLane = 1;            // distributed: columns per lane
+  std::function<Value(int64_t r, int64_t e)> at;
+
+  int64_t width() const { return distributed ? perLane : d1; }
+};
+
+class TileKernel {
+public:
+  TileKernel(FlowContext &ctx, Operation *root, bool indexerSide)
+      : ctx(ctx), root(root), indexerSide(indexerSide) {
+    if (auto kernel = dyn_cast<KernelOp>(root)) {
+      for (Operation &op : kernel.getBody().front())
+        if (!isa<YieldOp>(op))
+          ops.push_back(&op);
+    } else {
+      ops.push_back(root);
+    }
+  }
+
+  LogicalResult emit(StringRef name);
+
+private:
+  FlowContext &ctx;
+  Operation *root;
+  bool indexerSide;
+  SmallVector<Operation *> ops;
+
+  // Emission state.
+  OpBuilder *builder = nullptr;
+  Location loc = UnknownLoc::get(root->getContext());
+  int64_t lanes = 1;
+  Value laneInItem;
+  bool unsupported = false;
+  DenseMap<Value, TileRef> tiles;
+  DenseMap<StringRef, Value> buffers; // param name -> memref
+
+  Gen gen() { return Gen{*builder, loc}; }
+
+  bool contains(Operation *op) {
+    return op && (op == root || root->isProperAncestor(op));
+  }
+
+  /// Columns of the distributed layout for an extent, or 0 if replicated.
+  int64_t perLaneFor(int64_t d1) {
+    if (lanes == 1 || d1 % lanes != 0)
+      return 0;
+    return d1 / lanes;
+  }
+
+  Value column(const Tile &t, int64_t e) {
+    Gen g = gen();
+    if (!t.distributed)
+      return g.idx(e);
+    return g.add(g.mul(laneInItem, g.idx(t.perLane)), g.idx(e));
+  }
+
+  TileRef makeTile(VTensorType type, bool distributed) {
+    auto t = std::make_shared<Tile>();
+    t->d0 = computeExtent(type, 1);
+    t->d1 = computeExtent(type, 2);
+    t->realD0 = type.getD0();
+    t->realD1 = type.getD1();
+    t->distributed = distributed;
+    t->perLane = distributed ? t->d1 / lanes : t->d1;
+    return t;
+  }
+
+  TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch);
+  TileRef loadRowCached(Value value, ArrayRef<Value> cached);
+  SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
+                                    const Tile &shape, Type storage,
+                                    bool isScratch);
+  TileRef lower(Operation *op);
+  TileRef elementwise(VTensorType resultType, ArrayRef<TileRef> ins,
+                      std::function<Value(Gen &, ArrayRef<Value>, int64_t r,
+                                          int64_t e)>
+                          fn);
+  TileRef reduceColumns(TileRef in, VTensorType resultType, ReduceKind kind,
+                        int64_t group, int64_t realCount);
+  TileRef reduceRows(TileRef in, VTensorType resultType, ReduceKind kind,
+                     int64_t group, int64_t realCount);
+  TileRef contract(TileRef x, TileRef y, VTensorType resultType);
+  Value clusterReduce(Value v, ReduceKind kind);
+  void storeTile(const Tile &t, ArrayRef<Value> values, Value memref,
+                 Value rowBase, Type storage, bool isScratch);
+  SmallVector<Value> materialize(const Tile &t);
+
+  LogicalResult emitAttempt(StringRef name, bool narrow, bool &retry);
+};
+
+//===----------------------------------------------------------------------===//
+// Loads and stores
+//===----------------------------------------------------------------------===//
+
+/// Loads every row of a distributed tile's lane slice (as vectors) or a
+/// replicated tile's rows (as vectors of the whole row). Padded rows are
+/// not loaded (they read 0); padded columns are read with clamped, masked
+/// scalar loads.
+SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
+                                              const Tile &t, Type storage,
+                                              bool isScratch) {
+  Gen g = gen();
+  int64_t stride = isScratch ? t.d1 : t.realD1;
+  int64_t rowsStored = isScratch ? t.d0 : t.realD0;
+  int64_t colsStored = isScratch ? t.d1 : t.realD1;
+  int64_t width = t.width();
+  auto vecType = VectorType::get({width}, storage);
+  unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
+  SmallVector<Value> rows;
+  for (int64_t r = 0; r < t.d0; ++r) {
+    if (r >= rowsStored) {
+      rows.push_back(arith::ConstantOp::create(
+          g.b, g.loc, vecType,
+          DenseElementsAttr::get(vecType, g.b.getZeroAttr(storage))));
+      continue;
+    }
+    Value base = g.add(g.mul(rowBase, g.idx(rowsStored * stride)),
+                       g.idx(r * stride));
+    Value col0 = column(t, 0);
+    Value addr = g.add(base, col0);
+    bool fullRow = t.d1 == colsStored;
+    if (fullRow) {
+      // Aligned to the vector when every row starts on a vector boundary.
+      llvm::MaybeAlign align;
+      if ((stride * bytes) % 16 == 0 && (width * bytes) % 16 == 0)
+        align = llvm::Align(16);
+      rows.push_back(vector::LoadOp::create(g.b, g.loc, vecType, memref,
+                                            ValueRange{addr},
+                                            /*nontemporal=*/false, align));
+      continue;
+    }
+    // Padded columns: clamped scalar loads, 0 beyond the real extent.
+    Value row = arith::ConstantOp::create(
+        g.b, g.loc, vecType,
+        DenseElementsAttr::get(vecType, g.b.getZeroAttr(storage)));
+    for (int64_t e = 0; e < width; ++e) {
+      Value col = column(t, e);
+      Value ok = g.lt(col, g.idx(colsStored));
+      Value safe = g.minU(col, g.idx(colsStored - 1));
+      Value v = g.load(memref, g.add(base, safe));
+      Value zero = arith::ConstantOp::create(g.b, g.loc,
+                                             g.b.getZeroAttr(storage));
+      v = g.select(ok, v, zero);
+      row = vector::InsertOp::create(g.b, g.loc, v, row, e);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TileRef TileKernel::loadRowCached(Value value, ArrayRef<Value> cached) {
+  VTensorType type = cast<VTensorType>(value.getType());
+  TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+  SmallVector<Value> rows(cached.begin(), cached.end());
+  t->at = [this, rows](int64_t r, int64_t e) {
+    Gen g = gen();
+    Value v = vector::ExtractOp::create(g.b, g.loc, rows[r], e);
+    return g.toF32(v);
+  };
+  return t;
+}
+
+/// A tile of a buffer at row `rowBase` (block id, CSR position or batched
+/// row), loaded now.
+TileRef TileKernel::loadTile(Value value, Value memref, Value rowBase,
+                             bool isScratch) {
+  VTensorType type = cast<VTensorType>(value.getType());
+  TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+  Type storage = cast<MemRefType>(memref.getType()).getElementType();
+  SmallVector<Value> rows =
+      loadRowVectors(memref, rowBase, *t, storage, isScratch);
+  t->at = [this, rows](int64_t r, int64_t e) {
+    Gen g = gen();
+    return g.toF32(vector::ExtractOp::create(g.b, g.loc, rows[r], e));
+  };
+  return t;
+}
+
+/// Every (r, e) element of a tile, in row-major order.
+SmallVector<Value> TileKernel::materialize(const Tile &t) {
+  SmallVector<Value> values;
+  for (int64_t r = 0; r < t.d0; ++r)
+    for (int64_t e = 0; e < t.width(); ++e)
+      values.push_back(t.at(r, e));
+  return values;
+}
+
+/// Stores a tile's elements (already materialized) at row `rowBase` of a
+/// buffer. Only real rows and columns are stored to a flow tensor; scratch
+/// keeps the computed extents. A replicated tile is stored by the first lane
+/// of the group.
+void TileKernel::storeTile(const Tile &t, ArrayRef<Value> values,
+                           Value memref, Value rowBase, Type storage,
+                           bool isScratch) {
+  Gen g = gen();
+  int64_t stride = isScratch ? t.d1 : t.realD1;
+  int64_t rowsStored = isScratch ? t.d0 : t.realD0;
+  int64_t colsStored = isScratch ? t.d1 : t.realD1;
+  auto body = [&](Gen &s) {
+    int64_t width = t.width();
+    for (int64_t r = 0; r < std::min(t.d0, rowsStored); ++r) {
+      Value base = s.add(s.mul(rowBase, s.idx(rowsStored * stride)),
+                         s.idx(r * stride));
+      if (t.distributed && t.d1 == colsStored) {
+        auto vecType = VectorType::get({width}, storage);
+        Value vec = arith::ConstantOp::create(
+            s.b, s.loc, vecType,
+            DenseElementsAttr::get(vecType, s.b.getZeroAttr(storage)));
+        for (int64_t e = 0; e < width; ++e)
+          vec = vector::InsertOp::create(
+              s.b, s.loc, s.fromF32(values[r * width + e], storage), vec, e);
+        Value addr = s.add(base, column(t, 0));
+        unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
+        llvm::MaybeAlign align;
+        if ((stride * bytes) % 16 == 0 && (width * bytes) % 16 == 0)
+          align = llvm::Align(16);
+        vector::StoreOp::create(s.b, s.loc, vec, memref, ValueRange{addr},
+                                /*nontemporal=*/false, align);
+        continue;
+      }
+      for (int64_t e = 0; e < width; ++e) {
+        if (!t.distributed && e >= colsStored)
+          continue;
+        Value v = s.fromF32(values[r * width + e], storage);
+        if (!t.distributed) {
+          s.store(v, memref, s.add(base, s.idx(e)));
+          continue;
+        }
+        Value col = column(t, e);
+        s.ifThen(s.lt(col, s.idx(colsStored)), [&](Gen &in) {
+          in.store(v, memref, in.add(base, col));
+        });
+      }
+    }
+  };
+  if (t.distributed) {
+    body(g);
+    return;
+  }
+  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, laneInItem, g.idx(0)), body);
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+Value TileKernel::clusterReduce(Value v, ReduceKind kind) {
+  if (lanes == 1)
+    return v;
+  gpu::AllReduceOperation op = gpu::AllReduceOperation::ADD;
+  if (kind == ReduceKind::Max)
+    op = gpu::AllReduceOperation::MAXIMUMF;
+  else if (kind == ReduceKind::Min)
+    op = gpu::AllReduceOperation::MINIMUMF;
+  return gpu::SubgroupReduceOp::create(*builder, loc, v, op,
+                                       /*uniform=*/false,
+                                       static_cast<uint32_t>(lanes));
+}
+
+static Value combine(Gen &g, ReduceKind kind, Value acc, Value x) {
+  switch (kind) {
+  case ReduceKind::Max:
+    return g.maxF(acc, x);
+  case ReduceKind::Min:
+    return g.minF(acc, x);
+  case ReduceKind::L2Norm:
+    return g.addF(acc, g.mulF(x, x));
+  default:
+    return g.addF(acc, x);
+  }
+}
+
+static Value finish(Gen &g, ReduceKind kind, Value acc, int64_t count) {
+  if (kind == ReduceKind::Mean)
+    return g.divF(acc, g.f32(static_cast<double>(count)));
+  if (kind == ReduceKind::L2Norm)
+    return math::SqrtOp::create(g.b, g.loc, acc);
+  return acc;
+}
+
+TileRef TileKernel::elementwise(
+    VTensorType resultType, ArrayRef<TileRef> ins,
+    std::function<Value(Gen &, ArrayRef<Value>, int64_t, int64_t)> fn) {
+  int64_t rd1 = computeExtent(resultType, 2);
+  // The result is distributed iff an operand is distributed over the
+  // result's columns; replicated operands must then broadcast a column.
+  bool distributed = false;
+  for (const TileRef &t : ins)
+    if (t->distributed && t->d1 == rd1)
+      distributed = true;
+  for (const TileRef &t : ins) {
+    if (distributed && !t->distributed && t->d1 != 1)
+      unsupported = true;
+    if (!distributed && t->distributed)
+      unsupported = true;
+  }
+  TileRef out = makeTile(resultType, distributed);
+  SmallVector<TileRef> operands(ins.begin(), ins.end());
+  out->at = [this, operands, fn, out](int64_t r, int64_t e) {
+    Gen g = gen();
+    SmallVector<Value> args;
+    for (const TileRef &t : operands) {
+      int64_t rr = t->d0 == 1 ? 0 : r;
+      int64_t ee = t->d1 == 1 && out->d1 != 1 ? 0 : e;
+      args.push_back(t->at(rr, ee));
+    }
+    return fn(g, args, r, e);
+  };
+  return out;
+}
+
+/// Reduces groups of `group` consecutive columns (the whole axis when group
+/// is the extent). A distributed input reduces its lane slice, then the
+/// lanes of the group.
+TileRef TileKernel::reduceColumns(TileRef in, VTensorType resultType,
+                                  ReduceKind kind, int64_t group,
+                                  int64_t realCount) {
+  bool whole = group == in->d1;
+  bool distributedOut = false;
+  if (in->distributed && !whole) {
+    if (in->perLane % group != 0) {
+      unsupported = true;
+      return makeTile(resultType, false);
+    }
+    distributedOut = true;
+  }
+  TileRef out = makeTile(resultType, distributedOut);
+  if (distributedOut)
+    out->perLane = in->perLane / group;
+  SmallVector<Value> values;
+  Gen g = gen();
+  for (int64_t r = 0; r < out->d0; ++r) {
+    for (int64_t m = 0; m < out->width(); ++m) {
+      // Padded result rows hold no value until a mask gives them one.
+      if (r >= out->realD0 || (!out->distributed && m >= out->realD1)) {
+        values.push_back(g.f32(0.0));
+        continue;
+      }
+      Value acc = g.f32(neutralOf(kind));
+      int64_t from = whole && in->distributed ? 0 : m * group;
+      int64_t to = whole && in->distributed ? in->perLane : from + group;
+      for (int64_t e = from; e < to; ++e)
+        acc = combine(g, kind, acc, in->at(r, e));
+      if (whole && in->distributed)
+        acc = clusterReduce(acc, kind == ReduceKind::L2Norm ||
+                                         kind == ReduceKind::Mean
+                                     ? ReduceKind::Sum
+                                     : kind);
+      values.push_back(finish(g, kind, acc, realCount));
+    }
+  }
+  int64_t width = out->width();
+  out->at = [values, width](int64_t r, int64_t e) {
+    return values[r * width + e];
+  };
+  return out;
+}
+
+/// Reduces groups of `group` consecutive rows, lazily (rows live in each
+/// lane).
+TileRef TileKernel::reduceRows(TileRef in, VTensorType resultType,
+                               ReduceKind kind, int64_t group,
+                               int64_t realCount) {
+  TileRef out = makeTile(resultType, in->distributed);
+  out->perLane = in->perLane;
+  out->at = [this, in, kind, group, realCount](int64_t m, int64_t e) {
+    Gen g = gen();
+    Value acc = g.f32(neutralOf(kind));
+    for (int64_t r = m * group; r < (m + 1) * group; ++r)
+      acc = combine(g, kind, acc, in->at(r, e));
+    return finish(g, kind, acc, realCount);
+  };
+  return out;
+}
+
+/// O[a, b] = sum_k Y[a, k] X[b, k], replicated.
+TileRef TileKernel::contract(TileRef x, TileRef y, VTensorType resultType) {
+  if (x->distributed != y->distributed ||
+      (x->distributed && x->perLane != y->perLane)) {
+    unsupported = true;
+    return makeTile(resultType, false);
+  }
+  TileRef out = makeTile(resultType, false);
+  SmallVector<Value> values;
+  Gen g = gen();
+  for (int64_t a = 0; a < out->d0; ++a)
+    for (int64_t c = 0; c < out->d1; ++c) {
+      Value acc = g.f32(0.0);
+      // Padded result lanes hold no value until a mask gives them one.
+      if (a >= out->realD0 || c >= out->realD1) {
+        values.push_back(acc);
+        continue;
+      }
+      for (int64_t e = 0; e < x->width(); ++e)
+        acc = g.addF(acc, g.mulF(y->at(a, e), x->at(c, e)));
+      if (x->distributed)
+        acc = clusterReduce(acc, ReduceKind::Sum);
+      values.push_back(acc);
+    }
+  int64_t width = out->d1;
+  out->at = [values, width](int64_t r, int64_t e) {
+    return values[r * width + e];
+  };
+  return out;
+}
+
+static Value unaryBody(Gen &g, UnaryKind kind, Value v, double alpha,
+                       double beta) {
+  switch (kind) {
+  case UnaryKind::Relu:
+    return g.select(g.cmpF(arith::CmpFPredicate::OGE, v, g.f32(alpha)), v,
+                    g.f32(beta));
+  case UnaryKind::Sigmoid:
+    return g.divF(g.f32(1.0),
+                  g.addF(g.f32(1.0), math::ExpOp::create(
+                                         g.b, g.loc, g.affine(v, beta, alpha))));
+  case UnaryKind::Silu:
+    return g.divF(v, g.addF(g.f32(1.0),
+                            math::ExpOp::create(g.b, g.loc,
+                                                g.affine(v, beta, alpha))));
+  case UnaryKind::Abs:
+    return math::AbsFOp::create(g.b, g.loc, g.affine(v, beta, alpha));
+  case UnaryKind::AddMul:
+    return g.affine(v, beta, alpha);
+  case UnaryKind::Log:
+    return math::LogOp::create(g.b, g.loc, g.affine(v, beta, alpha));
+  case UnaryKind::Exp:
+    return math::ExpOp::create(g.b, g.loc, g.affine(v, beta, alpha));
+  }
+  llvm_unreachable("unknown unary kind");
+}
+
+static arith::CmpFPredicate wherePredicate(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::WhereEqual:
+    return arith::CmpFPredicate::OEQ;
+  case BinaryKind::WhereNotEqual:
+    return arith::CmpFPredicate::UNE;
+  case BinaryKind::WhereGreater:
+    return arith::CmpFPredicate::OGT;
+  case BinaryKind::WhereGreaterEqual:
+    return arith::CmpFPredicate::OGE;
+  case BinaryKind::WhereLess:
+    return arith::CmpFPredicate::OLT;
+  default:
+    return arith::CmpFPredicate::OLE;
+  }
+}
+
+TileRef TileKernel::lower(Operation *op) {
+  auto operand = [&](unsigned i) { return tiles.lookup(op->getOperand(i)); };
+  auto resultType = [&]() {
+    return cast<VTensorType>(op->getResult(0).getType());
+  };
+  return TypeSwitch<Operation *, TileRef>(op)
+      .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
+          [&](auto u) {
+            double alpha = u.getAlpha().convertToDouble();
+            double beta = u.getBeta().convertToDouble();
+            UnaryKind kind = u.getUnaryKind();
+            return elementwise(resultType(), {operand(0)},
+                               [=](Gen &g, ArrayRef<Value> v, int64_t,
+                                   int64_t) {
+                                 return unaryBody(g, kind, v[0], alpha, beta);
+                               });
+          })
+      .Case<MaximumOp, MinimumOp, MultiplyOp, AddOp, WhereEqualOp,
+            WhereNotEqualOp, WhereGreaterOp, WhereGreaterEqualOp, WhereLessOp,
+            WhereLessEqualOp>([&](auto bin) {
+        BinaryKind kind = bin.getBinaryKind();
+        double alpha = 1.0, beta = 1.0;
+        if (auto add = dyn_cast<AddOp>(op)) {
+          alpha = add.getAlpha().convertToDouble();
+          beta = add.getBeta().convertToDouble();
+        }
+        return elementwise(
+            resultType(), {operand(0), operand(1)},
+            [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) -> Value {
+              switch (kind) {
+              case BinaryKind::Maximum:
+                return g.maxF(v[0], v[1]);
+              case BinaryKind::Minimum:
+                return g.minF(v[0], v[1]);
+              case BinaryKind::Add:
+                return g.addF(g.mulF(v[0], g.f32(alpha)),
+                              g.mulF(v[1], g.f32(beta)));
+              case BinaryKind::Mul:
+                return g.mulF(v[0], v[1]);
+              default:
+                return g.select(g.cmpF(wherePredicate(kind), v[0], v[1]),
+                                g.f32(0.0), g.f32(-1e30));
+              }
+            });
+      })
+      .Case<MaskLanesOp>([&](MaskLanesOp mask) {
+        TileRef in = operand(0);
+        double value = mask.getValue().convertToDouble();
+        VTensorType rt = resultType();
+        int64_t realD0 = rt.getD0(), realD1 = rt.getD1();
+        return elementwise(rt, {in},
+                           [=](Gen &g, ArrayRef<Value> v, int64_t r,
+                               int64_t e) -> Value {
+                             if (r >= realD0)
+                               return g.f32(value);
+                             Value col = column(*in, e);
+                             return g.select(g.lt(col, g.idx(realD1)), v[0],
+                                             g.f32(value));
+                           });
+      })
+      .Case<MaskSliceOp>([&](MaskSliceOp ms) {
+        TileRef in = operand(0);
+        int64_t dim = ms.getDim(), start = ms.getStart(), end = ms.getEnd();
+        double alpha = ms.getAlpha().convertToDouble();
+        double beta = ms.getBeta().convertToDouble();
+        return elementwise(resultType(), {in},
+                           [=](Gen &g, ArrayRef<Value>, int64_t r,
+                               int64_t e) -> Value {
+                             if (dim == 1)
+                               return g.f32(r >= start && r < end ? alpha
+                                                                  : beta);
+                             Value col = column(*in, e);
+                             Value inside = g.andI(
+                                 g.cmpI(arith::CmpIPredicate::sge, col,
+                                        g.idx(start)),
+                                 g.lt(col, g.idx(end)));
+                             return g.select(inside, g.f32(alpha),
+                                             g.f32(beta));
+                           });
+      })
+      .Case<MaxOp, MinOp, MeanOp, SumOp, L2NormOp>([&](auto red) -> TileRef {
+        TileRef in = operand(0);
+        VTensorType inType = cast<VTensorType>(red.getInput().getType());
+        int64_t dim = red.getDim();
+        if (dim == 2)
+          return reduceColumns(in, resultType(), red.getReduceKind(), in->d1,
+                               inType.getD1());
+        return reduceRows(in, resultType(), red.getReduceKind(), in->d0,
+                          inType.getD0());
+      })
+      .Case<MaxInterleaveOp, MinInterleaveOp, MeanInterleaveOp,
+            L2NormInterleaveOp>([&](auto red) -> TileRef {
+        TileRef in = operand(0);
+        int64_t k = red.getFactor();
+        if (red.getDim() == 2)
+          return reduceColumns(in, resultType(), red.getReduceKind(), k, k);
+        return reduceRows(in, resultType(), red.getReduceKind(), k, k);
+      })
+      .Case<GeMMOp, GeMVOp>([&](auto) {
+        return contract(operand(0), operand(1), resultType());
+      })
+      .Case<KronOp>([&](KronOp kron) -> TileRef {
+        TileRef x = operand(0), y = operand(1);
+        bool rows = false, cols = false;
+        for (int64_t d : kron.getDims())
+          (d == 1 ? rows : cols) = true;
+        if (cols && (x->distributed || y->distributed)) {
+          unsupported = true;
+          return makeTile(resultType(), false);
+        }
+        VTensorType rt = resultType();
+        int64_t y0 = cast<VTensorType>(kron.getRhs().getType()).getD0();
+        int64_t y1 = cast<VTensorType>(kron.getRhs().getType()).getD1();
+        int64_t realD0 = rt.getD0(), realD1 = rt.getD1();
+        TileRef out = makeTile(rt, x->distributed || y->distributed);
+        if (out->distributed && !(x->distributed && y->distributed) &&
+            ((!x->distributed && x->d1 != 1) ||
+             (!y->distributed && y->d1 != 1)))
+          unsupported = true;
+        out->at = [=](int64_t r, int64_t e) -> Value {
+          Gen g = gen();
+          if (r >= realD0 || (!out->distributed && e >= realD1))
+            return g.f32(0.0);
+          int64_t xr = rows ? r / y0 : (x->d0 == 1 ? 0 : r);
+          int64_t yr = rows ? r % y0 : (y->d0 == 1 ? 0 : r);
+          int64_t xe = cols ? e / y1 : (x->d1 == 1 ? 0 : e);
+          int64_t ye = cols ? e % y1 : (y->d1 == 1 ? 0 : e);
+          return g.mulF(x->at(xr, xe), y->at(yr, ye));
+        };
+        return out;
+      })
+      .Case<TransposeOp>([&](TransposeOp) -> TileRef {
+        TileRef in = operand(0);
+        if (in->distributed) {
+          unsupported = true;
+          return makeTile(resultType(), false);
+        }
+        TileRef out = makeTile(resultType(), false);
+        out->at = [in](int64_t r, int64_t e) { return in->at(e, r); };
+        return out;
+      })
+      .Case<ReshapeOp>([&](ReshapeOp rs) -> TileRef {
+        TileRef in = operand(0);
+        VTensorType rt = resultType();
+        if (in->distributed) {
+          unsupported = true;
+          return makeTile(rt, false);
+        }
+        TileRef out = makeTile(rt, false);
+        int64_t y1 = cast<VTensorType>(rs.getInput().getType()).getD1();
+        int64_t x2 = rt.getD0(), y2 = rt.getD1();
+        out->at = [=](int64_t r, int64_t e) -> Value {
+          if (r >= x2 || e >= y2)
+            return gen().f32(0.0);
+          int64_t flat = r * y2 + e;
+          return in->at(flat / y1, flat % y1);
+        };
+        return out;
+      })
+      .Default([&](Operation *) -> TileRef { return nullptr; });
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernel emission
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// What a kernel stores once per item.
+struct PendingStore {
+  Value value;        // the vortex value whose tile is stored
+  std::string buffer; // destination buffer
+  bool byBlockId;     // paged field row (else CSR position / batched row)
+  bool batchedRow;    // batched scratch: at the item's row
+  bool isScratch;
+  std::optional<double> fill; // vortex.fill
+  VTensorType fillType;
+};
+
+} // namespace
+
+LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
+                                      bool &retry) {
+  retry = false;
+  unsupported = false;
+  tiles.clear();
+  buffers.clear();
+  MLIRContext *mctx = root->getContext();
+  loc = root->getLoc();
+
+  // Lane layout: the widest inner extent spread over up to 32 lanes, 8
+  // columns (16 bytes of bf16) per lane.
+  int64_t widest = 1;
+  for (Operation *op : ops)
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                     op->getResultTypes()))
+      if (auto v = dyn_cast<VTensorType>(t))
+        widest = std::max(widest, computeExtent(v, 2));
+  lanes = narrow ? 1 : std::clamp<int64_t>(widest / 8, 1, 32);
+
+  // Inputs (defined outside), outputs (used outside) and side effects.
+  // The destination field of a write, save or fill is not read.
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : ops)
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      bool destination =
+          (isa<SaveOp, WriteOp>(op) && use.getOperandNumber() == 1) ||
+          isa<FillOp>(op);
+      if (!destination && !contains(v.getDefiningOp()) &&
+          isa<VTensorType>(v.getType()))
+        inputs.insert(v);
+    }
+  SmallVector<PendingStore> stores;
+  auto addOutput = [&](Value outer, Value inner) {
+    if (outer.use_empty())
+      return;
+    std::string buf = ctx.allocScratch(outer);
+    bool batched = cast<VTensorType>(outer.getType()).isBatched();
+    stores.push_back({inner, buf, false, batched, true, std::nullopt, {}});
+  };
+  if (auto kernel = dyn_cast<KernelOp>(root)) {
+    auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+    for (auto [outer, inner] :
+         llvm::zip(kernel.getResults(), yield.getValues()))
+      addOutput(outer, inner);
+  } else {
+    for (Value r : root->getResults())
+      addOutput(r, r);
+  }
+  for (Operation *op : ops) {
+    if (auto save = dyn_cast<SaveOp>(op))
+      stores.push_back({save.getValue(), ctx.bufferOf.lookup(save.getField()),
+                        true, false, false, std::nullopt, {}});
+    if (auto write = dyn_cast<WriteOp>(op))
+      stores.push_back({write.getValue(),
+                        ctx.bufferOf.lookup(write.getField()), true, false,
+                        false, std::nullopt, {}});
+    if (auto fill = dyn_cast<FillOp>(op))
+      stores.push_back({Value(), ctx.bufferOf.lookup(fill.getField()), true,
+                        false, false, fill.getValue().convertToDouble(),
+                        cast<VTensorType>(fill.getField().getType())});
+  }
+
+  // Parameters.
+  SmallVector<Param> params;
+  auto i32 = IntegerType::get(mctx, 32);
+  if (indexerSide) {
+    params.push_back({"dense_kv_indptr", true, i32});
+    params.push_back({"dense_kv_indices", true, i32});
+    params.push_back({"rows", false, {}});
+  } else {
+    params.push_back({"block_ids", true, i32});
+    params.push_back({"num_new", false, {}});
+  }
+  std::set<std::string> bufferNames;
+  SmallVector<std::string> reads, writes;
+  for (Value v : inputs) {
+    std::string buf = ctx.bufferOf.lookup(v);
+    if (buf.empty())
+      return root->emitOpError("reads a value that no buffer holds");
+    bufferNames.insert(buf);
+    reads.push_back(buf);
+  }
+  for (PendingStore &st : stores) {
+    bufferNames.insert(st.buffer);
+    writes.push_back(st.buffer);
+  }
+  for (const std::string &buf : bufferNames)
+    params.push_back({buf, true, ctx.tensors[buf].elementType});
+
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  builder = &b;
+  int64_t threads = ctx.threads;
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
+  for (auto [i, p] : llvm::enumerate(params))
+    if (p.isBuffer)
+      buffers[StringRef(p.name)] = func.getArgument(i);
+  Value scalarArg = func.getArgument(2 + (indexerSide ? 0 : -1));
+  Gen g = gen();
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value nblk = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value lane = g.remU(tid, g.idx(32));
+  Value warp = g.divU(tid, g.idx(32));
+  laneInItem = g.remU(lane, g.idx(lanes));
+  Value itemInWarp = g.divU(lane, g.idx(lanes));
+  int64_t itemsPerWarp = 32 / lanes;
+  int64_t groupsPerCTA = threads / 32 * itemsPerWarp;
+  Value group = g.add(g.mul(bid, g.idx(groupsPerCTA)),
+                      g.add(g.mul(warp, g.idx(itemsPerWarp)), itemInWarp));
+
+  FlowConfigAttr cfg = ctx.config;
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  int64_t fixed = cfg.getTopkVal() + bos + eos;
+  double ratio = cfg.getTopkRatio().getValueAsDouble();
+
+  // Emits the per-item program once `blockId` (paged rows), `pos` (CSR
+  // position), `row` (batched row) and `active` are known.
+  auto emitItem = [&](Value blockId, Value pos, Value row, Value active,
+                      const DenseMap<Value, SmallVector<Value>> &cached) {
+    Gen gi = gen();
+    for (Value v : inputs) {
+      auto type = cast<VTensorType>(v.getType());
+      std::string buf = ctx.bufferOf.lookup(v);
+      Value memref = buffers.lookup(StringRef(buf));
+      bool scratch = ctx.tensors[buf].role == "scratch";
+      if (type.isBatched() && cached.count(v)) {
+        tiles[v] = loadRowCached(v, cached.lookup(v));
+        continue;
+      }
+      Value at = type.isBatched() ? row
+                 : (type.isPaged() || type.isSlotted()) ? blockId
+                                                        : pos;
+      tiles[v] = loadTile(v, memref, at, scratch);
+    }
+    for (Operation *op : ops) {
+      if (isa<SaveOp, WriteOp, FillOp>(op))
+        continue;
+      if (isa<LoadOp>(op)) {
+        // A load is a rename: the field row was loaded as an input.
+        tiles[op->getResult(0)] = tiles.lookup(op->getOperand(0));
+        continue;
+      }
+      TileRef t = lower(op);
+      if (!t)
+        return false;
+      tiles[op->getResult(0)] = t;
+    }
+    // Compute everything to store before the predicated stores, so the
+    // cluster reductions run on every lane.
+    SmallVector<std::pair<TileRef, SmallVector<Value>>> values;
+    for (PendingStore &st : stores) {
+      TileRef t;
+      if (st.fill) {
+        t = makeTile(st.fillType, false);
+        double c = *st.fill;
+        t->at = [this, c](int64_t, int64_t) { return gen().f32(c); };
+      } else {
+        t = tiles.lookup(st.value);
+      }
+      values.push_back({t, materialize(*t)});
+    }
+    gi.ifThen(active, [&](Gen &gs) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(gs.b.getInsertionBlock(),
+                          gs.b.getInsertionPoint());
+      for (auto [st, tv] : llvm::zip(stores, values)) {
+        Value memref = buffers.lookup(StringRef(st.buffer));
+        Value at = st.byBlockId ? blockId : st.batchedRow ? row : pos;
+        storeTile(*tv.first, tv.second, memref, at,
+                  cast<MemRefType>(memref.getType()).getElementType(),
+                  st.isScratch);
+      }
+    });
+    return true;
+  };
+
+  bool ok = true;
+  if (indexerSide) {
+    Value indptr = func.getArgument(0), indices = func.getArgument(1);
+    Value rows = g.toIndex(scalarArg);
+    Value total = g.toIndex(g.load(indptr, rows));
+    Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
+    Value chunk = g.ceilDiv(total, numGroups);
+    Value s0 = g.mul(group, chunk);
+    auto rowStart = [&](Gen &x, Value r) { return x.toIndex(x.load(indptr, r)); };
+    // Batched inputs stay in registers while the row does not change.
+    SmallVector<Value> batchedInputs;
+    SmallVector<Type> cacheTypes;
+    for (Value v : inputs) {
+      auto type = cast<VTensorType>(v.getType());
+      if (!type.isBatched())
+        continue;
+      batchedInputs.push_back(v);
+      TileRef shape = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+      Type storage = cast<MemRefType>(
+                         buffers.lookup(StringRef(ctx.bufferOf.lookup(v)))
+                             .getType())
+                         .getElementType();
+      for (int64_t r = 0; r < shape->d0; ++r)
+        cacheTypes.push_back(VectorType::get({shape->width()}, storage));
+    }
+    Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
+    g.ifThen(positive, [&](Gen &gp) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+      Gen x = gen();
+      // The row of the first position: the last row starting at or before
+      // it (empty rows are skipped).
+      Value target = x.minU(s0, x.sub(total, x.idx(1)));
+      auto search = scf::WhileOp::create(
+          b, loc, TypeRange{b.getIndexType(), b.getIndexType()},
+          ValueRange{x.idx(0), rows},
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Gen w{nb, l};
+            Value more = w.cmpI(arith::CmpIPredicate::ugt,
+                                w.sub(args[1], args[0]), w.idx(1));
+            scf::ConditionOp::create(nb, l, more, args);
+          },
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Gen w{nb, l};
+            Value mid = w.divU(w.add(args[0], args[1]), w.idx(2));
+            Value le = w.cmpI(arith::CmpIPredicate::ule,
+                              w.toIndex(w.load(indptr, mid)), target);
+            scf::YieldOp::create(nb, l,
+                                 ValueRange{w.select(le, mid, args[0]),
+                                            w.select(le, args[1], mid)});
+          });
+      Value r0 = search.getResult(0);
+      SmallVector<Value> inits = {r0, x.idx(-1)};
+      for (Type t : cacheTypes)
+        inits.push_back(arith::ConstantOp::create(
+            b, loc, t,
+            DenseElementsAttr::get(cast<VectorType>(t),
+                                   b.getZeroAttr(cast<VectorType>(t)
+                                                     .getElementType()))));
+      x.forLoop(x.idx(0), chunk, inits, [&](Gen &gl, Value it,
+                                             ValueRange carried) {
+        OpBuilder::InsertionGuard guard2(b);
+        b.setInsertionPoint(gl.b.getInsertionBlock(),
+                            gl.b.getInsertionPoint());
+        Gen y = gen();
+        Value s = y.add(s0, it);
+        Value valid = y.lt(s, total);
+        Value sc = y.minU(s, y.sub(total, y.idx(1)));
+        // Advance to the row of sc.
+        auto adv = scf::WhileOp::create(
+            b, loc, TypeRange{b.getIndexType()}, ValueRange{carried[0]},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Gen w{nb, l};
+              Value next = w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
+              scf::ConditionOp::create(
+                  nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
+            },
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Gen w{nb, l};
+              scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
+            });
+        Value r = adv.getResult(0);
+        Value start = rowStart(y, r);
+        Value end = rowStart(y, y.add(r, y.idx(1)));
+        Value n = y.sub(end, start);
+        Value nf = arith::UIToFPOp::create(b, loc, b.getF64Type(), y.toI32(n));
+        Value scaled = arith::MulFOp::create(
+            b, loc, nf,
+            arith::ConstantOp::create(b, loc, b.getF64FloatAttr(ratio)));
+        Value dyn = y.toIndex(
+            arith::FPToSIOp::create(b, loc, b.getI32Type(), scaled));
+        Value bud = y.maxI(y.idx(fixed), dyn);
+        Value active = y.andI(
+            valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
+                          y.lt(sc, y.sub(end, y.idx(eos)))));
+        // Reload the batched rows when the row changes.
+        DenseMap<Value, SmallVector<Value>> cached;
+        SmallVector<Value> newCache;
+        if (!cacheTypes.empty()) {
+          Value changed = y.cmpI(arith::CmpIPredicate::ne, r, carried[1]);
+          newCache = y.ifElse(
+              changed, cacheTypes,
+              [&](Gen &gt) {
+                OpBuilder::InsertionGuard guard3(b);
+                b.setInsertionPoint(gt.b.getInsertionBlock(),
+                                    gt.b.getInsertionPoint());
+                SmallVector<Value> loaded;
+                for (Value v : batchedInputs) {
+                  std::string buf = ctx.bufferOf.lookup(v);
+                  Value memref = buffers.lookup(StringRef(buf));
+                  TileRef shape = makeTile(
+                      cast<VTensorType>(v.getType()),
+                      perLaneFor(computeExtent(cast<VTensorType>(v.getType()),
+                                               2)) > 0);
+                  llvm::append_range(
+                      loaded,
+                      loadRowVectors(memref, r, *shape,
+                                     cast<MemRefType>(memref.getType())
+                                         .getElementType(),
+                                     ctx.tensors[buf].role == "scratch"));
+                }
+                return loaded;
+              },
+              [&](Gen &) {
+                return SmallVector<Value>(carried.drop_front(2));
+              });
+          unsigned at = 0;
+          for (Value v : batchedInputs) {
+            TileRef shape = makeTile(cast<VTensorType>(v.getType()), false);
+            cached[v] = SmallVector<Value>(
+                ArrayRef<Value>(newCache).slice(at, shape->d0));
+            at += shape->d0;
+          }
+        }
+        Value blockId = y.toIndex(y.load(indices, sc));
+        if (!emitItem(blockId, sc, r, active, cached))
+          ok = false;
+        SmallVector<Value> next = {r, r};
+        llvm::append_range(next, newCache);
+        return next;
+      });
+    });
+  } else {
+    Value blockIds = func.getArgument(0);
+    Value numNew = g.toIndex(scalarArg);
+    Value any = g.cmpI(arith::CmpIPredicate::ugt, numNew, g.idx(0));
+    g.ifThen(any, [&](Gen &gp) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+      Gen y = gen();
+      Value valid = y.lt(group, numNew);
+      Value item = y.minU(group, y.sub(numNew, y.idx(1)));
+      Value blockId = y.toIndex(y.load(blockIds, item));
+      if (!emitItem(blockId, item, item, valid, {}))
+        ok = false;
+    });
+  }
+  gpu::ReturnOp::create(b, loc);
+
+  if (!ok)
+    return func.emitOpError("internal error: an op of the kernel has no "
+                            "GPU lowering");
+  if (unsupported && !narrow) {
+    func.erase();
+    retry = true;
+    return success();
+  }
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = indexerSide ? "indexer" : "cache";
+  if (indexerSide) {
+    rec.gridKind = "persistent";
+    rec.ctasPerSM = ctx.ctasPerSM;
+  } else {
+    rec.gridKind = "items";
+    rec.itemsOf = "num_new";
+    rec.perCTA = groupsPerCTA;
+  }
+  rec.threads = threads;
+  rec.params = params;
+  rec.reads.assign(reads.begin(), reads.end());
+  rec.writes.assign(writes.begin(), writes.end());
+  if (indexerSide) {
+    rec.reads.push_back("dense_kv_indptr");
+    rec.reads.push_back("dense_kv_indices");
+  } else {
+    rec.reads.push_back("block_ids");
+  }
+  ctx.kernels.push_back(rec);
+  return success();
+}
+
+LogicalResult TileKernel::emit(StringRef name) {
+  bool retry = false;
+  if (failed(emitAttempt(name, /*narrow=*/false, retry)))
+    return failure();
+  if (!retry)
+    return success();
+  return emitAttempt(name, /*narrow=*/true, retry);
+}
+
+LogicalResult mlir::vortex::gpugen::emitIndexerWorkloadKernel(
+    FlowContext &ctx, Operation *op, StringRef name) {
+  return TileKernel(ctx, op, /*indexerSide=*/true).emit(name);
+}
+
+LogicalResult mlir::vortex::gpugen::emitCacheKernel(FlowContext &ctx,
+                                                    Operation *op,
+                                                    StringRef name) {
+  return TileKernel(ctx, op, /*indexerSide=*/false).emit(name);
+}

@@ -1,0 +1,84 @@
+// RUN: vortex-opt %examples/gqa_quest_sparse_attention.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %examples/gqa_quest_sparse_attention_g5.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s --check-prefix=G5
+// RUN: vortex-opt %examples/gqa_block_sparse_attention.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s --check-prefix=SCAN
+
+// Quest: one persistent score kernel, the top-k, and one cache kernel.
+
+// CHECK: module attributes {gpu.container_module, vortex.manifest = {
+// CHECK-SAME: flow = "gqa_quest_sparse_attention"
+// CHECK-SAME: module = "gqa_quest_sparse_attention_kernels"
+// CHECK-SAME: steps = {cache = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
+// CHECK-SAME: reads = ["k", "block_ids"]
+// CHECK-SAME: writes = ["max", "min"]
+// CHECK-SAME: indexer = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
+// CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
+// CHECK-SAME: writes = ["scratch0"]
+// CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
+// CHECK-SAME: shared_bytes = 32768
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: tensors = {
+// CHECK-SAME: q = {dtype = "bf16", role = "input", shape = ["rows", 8, 128]}
+// CHECK-SAME: scratch0 = {dtype = "f32", role = "scratch", shape = ["total", 1, 1]}
+
+// CHECK: gpu.module @gqa_quest_sparse_attention_kernels
+// CHECK: gpu.func @gqa_quest_sparse_attention_indexer_w0(
+// CHECK-SAME: %[[INDPTR:[^:]+]]: memref<?xi32>, %[[INDICES:[^:]+]]: memref<?xi32>, %[[ROWS:[^:]+]]: i32,
+// CHECK-SAME: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>) kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// Groups of 16 lanes own a block: lane = tid % 32, lane in group = lane % 16.
+// CHECK: gpu.thread_id x
+// CHECK: arith.remui %{{.+}}, %c16
+// The chunk of CSR positions of each group, and the row of its first one
+// by binary search.
+// CHECK: arith.ceildivui
+// CHECK: scf.while
+// CHECK: scf.for
+// Advance the row, keep q in registers while it does not change.
+// CHECK: scf.while
+// CHECK: arith.cmpi ne
+// CHECK: scf.if
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// The block id is read once; the envelopes are 16-byte vector loads.
+// CHECK: memref.load %[[INDICES]]
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK: arith.extf
+// CHECK: arith.maximumf
+// Sum over D: the lane slice, then the 16 lanes of the group.
+// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 16) : (f32) -> f32
+// CHECK: scf.if
+// CHECK: memref.store
+// CHECK: gpu.return
+
+// The top-k: one CTA per row, a bitonic sort of 64-bit keys in shared memory.
+// CHECK: gpu.func @gqa_quest_sparse_attention_indexer_topk(
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>)
+// CHECK: gpu.all_reduce add
+// CHECK: arith.xori
+// CHECK: gpu.barrier
+
+// The cache kernel: max and min over the 16 tokens of each completed block.
+// CHECK: gpu.func @gqa_quest_sparse_attention_cache_w0(
+// CHECK-SAME: %{{.+}}: memref<?xi32>, %{{.+}}: i32
+// CHECK: arith.maximumf
+// CHECK: arith.minimumf
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+
+// G = 5: q is read into 8 rows, the 3 padded rows are zeros; only the 5
+// real heads are reduced over D, and the max over heads sees -inf in the
+// padded rows.
+// G5: gpu.func @gqa_quest_sparse_attention_g5_indexer_w0
+// G5-COUNT-5: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// G5: arith.constant dense<0.000000e+00> : vector<8xbf16>
+// G5-COUNT-5: gpu.subgroup_reduce add
+// G5-NOT: gpu.subgroup_reduce
+// G5: arith.constant 0xFF800000 : f32
+// G5: gpu.return
+
+// Softmax over the blocks of each row is its own kernel between the score
+// and the max over heads.
+// SCAN: indexer = [{{.*}}kernel = "gqa_block_sparse_attention_indexer_w0"{{.*}}kernel = "gqa_block_sparse_attention_indexer_s1"{{.*}}kernel = "gqa_block_sparse_attention_indexer_w2"{{.*}}kernel = "gqa_block_sparse_attention_indexer_topk"
+// SCAN: gpu.func @gqa_block_sparse_attention_indexer_s1(
+// SCAN: gpu.block_id x
+// SCAN: gpu.all_reduce maximumf
+// SCAN: math.exp
+// SCAN: gpu.all_reduce add
