@@ -21,6 +21,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 
 using namespace mlir;
@@ -59,18 +60,24 @@ const ChipInfo *lookupChip(StringRef chip) {
   return it == std::end(kChips) ? nullptr : it;
 }
 
+bool hasLibdevice(StringRef toolkit) {
+  SmallString<128> path(toolkit);
+  llvm::sys::path::append(path, "nvvm", "libdevice", "libdevice.10.bc");
+  return llvm::sys::fs::is_regular_file(path);
+}
+
 std::string formatPTX(unsigned version) {
   return std::to_string(version / 10) + "." + std::to_string(version % 10);
 }
 
 } // namespace
 
-LogicalResult
-vortex::verifyVortexNVVMPipelineOptions(const VortexNVVMPipelineOptions &options,
-                                        std::string &error) {
+LogicalResult vortex::verifyVortexNVVMPipelineOptions(
+    const VortexNVVMPipelineOptions &options, std::string &error) {
   const ChipInfo *chip = lookupChip(options.chip);
   if (!chip) {
-    error = "unsupported chip '" + options.chip.getValue() + "'; expected one of";
+    error = "unsupported chip '" + options.chip.getValue() +
+            "'; expected one of";
     for (const ChipInfo &info : kChips)
       error += " " + info.name.str();
     return failure();
@@ -107,6 +114,16 @@ vortex::verifyVortexNVVMPipelineOptions(const VortexNVVMPipelineOptions &options
             "'; expected isa, bin, fatbin or llvm";
     return failure();
   }
+  // gpu-module-to-binary reports a bad toolkit but goes on without
+  // libdevice, so catch it here.
+  std::string toolkit = findCUDAToolkit(options.cudaPath);
+  if (!toolkit.empty() && !hasLibdevice(toolkit)) {
+    error = "no libdevice in the CUDA toolkit '" + toolkit + "' (" +
+            (options.cudaPath.empty() ? "from the environment"
+                                      : "from cuda-path") +
+            "): expected nvvm/libdevice/libdevice.10.bc there";
+    return failure();
+  }
   return success();
 }
 
@@ -126,7 +143,7 @@ std::string vortex::findCUDAToolkit(StringRef requested) {
     if (std::optional<std::string> path = llvm::sys::Process::GetEnv(var);
         path && !path->empty())
       return *path;
-  if (llvm::sys::fs::is_directory("/usr/local/cuda"))
+  if (hasLibdevice("/usr/local/cuda"))
     return "/usr/local/cuda";
   return "";
 }

@@ -9,6 +9,7 @@ size G; head_dim from its config):
    rows shorter than / at / just over the fixed budget, rows where the
    ratio term of the budget wins, long rows; a pool of random bf16 k / v
    with spare blocks that no row uses; fields poisoned with -7;
+   rows around 4096 scored blocks and one of 9001 blocks;
 2. the cache step on every used block (shuffled) through `vortex.runtime`
    and through `vortex.torch_reference`: fields compared (rtol = atol =
    1e-2, bf16 storage); unused blocks must still hold -7;
@@ -81,9 +82,12 @@ def row_lengths(cfg: npref.Config, rows: int, rng: np.random.Generator
             n_ratio += 1
     else:
         n_ratio = 4 * b0 + 8
+    # 4096 + bos + eos +- 1: scored ranges around 4096 blocks (the top-k
+    # kernel's shared-memory capacity), and one far beyond it.
+    cap = 4096 + cfg.bos + cfg.eos
     special = [0, 1, 2, cfg.bos + cfg.eos, max(b0 - 1, 0), b0, b0 + 1, b0 + 2,
                2 * b0 + 1, 5 * b0 + 3, n_ratio - 1, n_ratio, n_ratio + 17,
-               2 * n_ratio + 5, 0]
+               2 * n_ratio + 5, 0, cap, cap + 1, 9001]
     out = special[:rows]
     hi = max(3 * n_ratio, 8)
     while len(out) < rows:

@@ -19,6 +19,17 @@ manifest (presence, CUDA device, dtype, contiguity, shape with the symbols
 No check reads device memory (no host synchronization): the CSR *values*
 are the caller's responsibility (`check_csr` does it on demand).
 
+At load, the manifest's parameter lists are checked against the PTX's
+`.entry` signatures (a buffer is five 64-bit parameters, an i32 scalar one
+32-bit parameter), the cubin is loaded (the PTX, JIT-compiled by the driver,
+if the cubin is missing or does not load), and each kernel's static shared
+memory, registers and spills are read. A launch requests as *dynamic*
+shared memory the part of the manifest's `shared_bytes` that the kernel
+does not declare statically (the top-k kernel's workgroup buffers are
+static), raising the kernel's dynamic limit past 48 KiB when needed.
+Scratch tensors are allocated once per shape and reused. `kernels=` (names
+or a predicate) launches a subset of a step, e.g. `flow.score_kernels()`.
+
 The module does not import torch (nor touch the GPU) until `load` is
 called: the manifest parsing, symbol resolution, parameter packing and
 validation are pure Python and are unit-tested on duck-typed fake tensors
@@ -42,6 +53,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
 __all__ = [
     "CompiledFlowGPU", "CudaDriverError", "Dim", "KernelSpec", "Manifest",
     "ParamSpec", "TensorSpec", "buffer_bytes", "check_bound", "check_csr",
+    "check_ptx", "dynamic_smem", "expected_widths", "ptx_signatures",
     "check_overlap", "grid_size", "load", "pack_params", "param_values",
     "required_symbols", "resolve_symbols", "validate_tensors",
     "MANIFEST_DTYPES", "SYMBOLS",
@@ -187,9 +199,13 @@ class KernelSpec:
         return [p.name for p in self.params if p.kind == "buffer"]
 
     def is_selection(self) -> bool:
-        """Writes the sparse CSR (the top-k / planner part of a step)."""
-        return bool({"sparse_kv_indptr", "sparse_kv_indices"} &
-                    set(self.writes)) or "topk" in self.kernel.lower()
+        """Writes the sparse CSR (the top-k / planner part of a step); by
+        the manifest's `writes`, or, when a kernel lists none, by a name
+        ending in "topk"."""
+        if self.writes:
+            return bool({"sparse_kv_indptr", "sparse_kv_indices"} &
+                        set(self.writes))
+        return self.kernel.lower().endswith("topk")
 
 
 class Manifest:
@@ -616,6 +632,54 @@ def buffer_bytes(manifest: Manifest, name: str,
 
 
 # ---------------------------------------------------------------------------
+# PTX signatures (pure logic): the manifest's parameter lists must match the
+# kernels' .entry parameter lists, or a launch would silently misread them.
+# ---------------------------------------------------------------------------
+
+_ENTRY_RE = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.S)
+_PARAM_RE = re.compile(r"\.param\s+\.([busf])(\d+)\b")
+
+
+def ptx_signatures(ptx: str) -> Dict[str, List[int]]:
+    """{kernel: [bit width of each .param]} of the .entry functions."""
+    out = {}
+    for m in _ENTRY_RE.finditer(ptx):
+        out[m.group(1)] = [int(w) for _, w in _PARAM_RE.findall(m.group(2))]
+    return out
+
+
+def expected_widths(spec: KernelSpec) -> List[int]:
+    widths: List[int] = []
+    for p in spec.params:
+        if p.kind == "buffer":
+            widths += [64] * 5
+        else:
+            widths.append(32 if p.dtype == "i32" else 64)
+    return widths
+
+
+def check_ptx(manifest: Manifest, ptx: str) -> List[str]:
+    """Problems between the manifest's kernels and the PTX's entries
+    (missing kernel, parameter count or widths)."""
+    sigs = ptx_signatures(ptx)
+    problems = []
+    for step, specs in manifest.steps.items():
+        for spec in specs:
+            got = sigs.get(spec.kernel)
+            if got is None:
+                problems.append(f"{step}: kernel {spec.kernel} is not an "
+                                ".entry of the PTX")
+                continue
+            want = expected_widths(spec)
+            if got != want:
+                problems.append(
+                    f"{step}: kernel {spec.kernel} takes {len(got)} "
+                    f"parameters of widths {got}, the manifest's params "
+                    f"expand to {len(want)}: {want}")
+    return problems
+
+
+# ---------------------------------------------------------------------------
 # CUDA driver (ctypes)
 # ---------------------------------------------------------------------------
 
@@ -707,6 +771,18 @@ class _Kernel:
     static_smem: int = 0
     local_bytes: int = 0
 
+    @property
+    def dynamic_smem(self) -> int:
+        """Dynamic shared memory to launch with: the manifest's
+        shared_bytes is the kernel's whole shared-memory need, so the part
+        the cubin already declares statically (workgroup attributions) is
+        not requested again."""
+        return dynamic_smem(self.spec.shared_bytes, self.static_smem)
+
+
+def dynamic_smem(shared_bytes: int, static_smem: int) -> int:
+    return max(0, int(shared_bytes) - int(static_smem))
+
 
 class CompiledFlowGPU:
     """A flow's kernels loaded into torch's CUDA context (see `load`)."""
@@ -742,6 +818,7 @@ class CompiledFlowGPU:
             props = torch.cuda.get_device_properties(self.device_index)
             self.num_sms = int(props.multi_processor_count)
             self.device_name = props.name
+            self._check_ptx()
             self._module, self.loaded_from = self._load_module(prefer)
             self._kernels: Dict[str, _Kernel] = {}
             for step in manifest.steps.values():
@@ -752,6 +829,20 @@ class CompiledFlowGPU:
         self._packed: Dict[Any, Tuple[Any, List[Any]]] = {}
 
     # -- loading ------------------------------------------------------------
+    def _check_ptx(self) -> None:
+        """The PTX (when shipped) must agree with the manifest's params."""
+        m = self.manifest
+        if not m.ptx:
+            return
+        path = os.path.join(m.base_dir, m.ptx)
+        if not os.path.isfile(path):
+            return
+        with open(path, errors="replace") as f:
+            problems = check_ptx(m, f.read())
+        if problems:
+            raise RuntimeError(f"{m.flow}: manifest and PTX disagree:\n  "
+                               + "\n  ".join(problems))
+
     def _load_module(self, prefer: str) -> Tuple[int, str]:
         m = self.manifest
         errors = []
@@ -823,18 +914,19 @@ class CompiledFlowGPU:
             raise CudaDriverError(
                 f"{spec.kernel}: block of {threads} threads exceeds the "
                 f"kernel's limit of {k.max_threads} ({k.num_regs} registers)")
-        if spec.shared_bytes > _STATIC_SMEM_LIMIT:
+        dyn = k.dynamic_smem
+        if dyn > 0 and dyn + k.static_smem > _STATIC_SMEM_LIMIT:
             drv.check(drv.cuFuncSetAttribute(
-                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                spec.shared_bytes),
-                f"cuFuncSetAttribute({spec.kernel}, max dynamic smem "
-                f"{spec.shared_bytes})")
+                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
+                f"cuFuncSetAttribute({spec.kernel}, max dynamic smem {dyn}, "
+                f"static {k.static_smem})")
         return k
 
     def kernel_info(self) -> Dict[str, Dict[str, int]]:
         """Per kernel: registers, static smem, local (spill) bytes, max
         threads per block."""
         return {n: {"num_regs": k.num_regs, "static_smem": k.static_smem,
+                    "dynamic_smem": k.dynamic_smem,
                     "local_bytes": k.local_bytes, "max_threads": k.max_threads,
                     "shared_bytes": k.spec.shared_bytes}
                 for n, k in self._kernels.items()}
@@ -899,8 +991,9 @@ class CompiledFlowGPU:
                 if len(self._packed) > 4096:
                     self._packed.clear()
                 self._packed[key] = packed
-            self._launch(self._kernels[spec.kernel].func, grid, spec.block,
-                         spec.shared_bytes, stream, packed[0], spec.kernel)
+            kern = self._kernels[spec.kernel]
+            self._launch(kern.func, grid, spec.block, kern.dynamic_smem,
+                         stream, packed[0], spec.kernel)
         return symbols
 
     def _ensure_context(self) -> None:

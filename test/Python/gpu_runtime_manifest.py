@@ -4,9 +4,10 @@
 # The GPU runtime's pure logic, without torch or a GPU (docs/gpu.md):
 # manifest parsing and its error messages, shape expressions, kernel
 # subsets (score kernels vs the top-k), grid sizes for the three grid kinds,
-# and the cuLaunchKernel parameter array (a buffer is 5 parameters
+# the cuLaunchKernel parameter array (a buffer is 5 parameters
 # ptr, ptr, 0, numel, 1; scalars are i32 symbol values), read back through
-# ctypes.
+# ctypes, and the check of the manifest's params against the PTX .entry
+# signatures.
 
 import copy
 import ctypes
@@ -261,6 +262,38 @@ report(type(vals2[-2]) is ctypes.c_int32 and vals2[-2].value == 7 and
 ok, msg = raises(lambda: rt.param_values(w0, bufs, dict(syms, rows=2 ** 31)),
                  ValueError, "overflows i32")
 report(ok, "params: i32 overflow is an error", msg)
+
+# --- PTX signatures vs the manifest ---------------------------------------
+
+
+def entry(name, widths):
+    params = ",\n".join(f"\t.param .u{w} {'.ptr .align 1 ' if w == 64 else ''}"
+                        f"{name}_param_{i}" for i, w in enumerate(widths))
+    return f".visible .entry {name}(\n{params}\n)\n{{\n\tret;\n}}\n"
+
+
+good = "".join(entry(k.kernel, rt.expected_widths(k))
+               for ks in m.steps.values() for k in ks)
+report(rt.expected_widths(w0) == [64] * 30 + [32, 32],
+       "ptx: expected widths of w0 (6 buffers x 5 x 64 bit, 2 x i32)")
+sigs = rt.ptx_signatures(".version 8.0\n.target sm_90\n" + good)
+report(sorted(sigs) == sorted(k.kernel for ks in m.steps.values() for k in ks)
+       and rt.check_ptx(m, good) == [], "ptx: matching signatures",
+       rt.check_ptx(m, good))
+bad = good.replace(entry(topk.kernel, rt.expected_widths(topk)),
+                   entry(topk.kernel, rt.expected_widths(topk)[:-1]))
+probs = rt.check_ptx(m, bad)
+report(len(probs) == 1 and "gqa_quest_sparse_attention_indexer_topk takes 25"
+       in probs[0], "ptx: a missing parameter is reported", probs)
+probs = rt.check_ptx(m, good.replace(cw.kernel, "other_kernel"))
+report(len(probs) == 1 and "is not an .entry" in probs[0],
+       "ptx: a missing kernel is reported", probs)
+widths = rt.expected_widths(cw)
+widths[-1] = 64
+probs = rt.check_ptx(m, good.replace(entry(cw.kernel, rt.expected_widths(cw)),
+                                     entry(cw.kernel, widths)))
+report(len(probs) == 1 and "widths" in probs[0],
+       "ptx: an i64 where the manifest has an i32 is reported", probs)
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

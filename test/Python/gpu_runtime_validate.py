@@ -257,6 +257,22 @@ report([x[0] for x in flow.launches] == ["w0"],
        "indexer: rows = 0 skips the rows-grid kernel",
        [x[0] for x in flow.launches])
 
+# The manifest's shared_bytes is the kernel's whole shared-memory need: what
+# the cubin declares statically (workgroup attributions) is not requested
+# again as dynamic shared memory.
+flow.launches.clear()
+flow._kernels["topk"].static_smem = 32768
+run_indexer(p)
+report(flow.launches[1][3] == 50000 - 32768,
+       "indexer: dynamic smem = shared_bytes - static smem", flow.launches[1][3])
+flow._kernels["topk"].static_smem = 50000
+flow.launches.clear()
+run_indexer(p)
+report(flow.launches[1][3] == 0, "indexer: all-static smem launches with 0")
+flow._kernels["topk"].static_smem = 0
+report(rt.dynamic_smem(65536, 0) == 65536 and rt.dynamic_smem(0, 1024) == 0,
+       "dynamic_smem helper")
+
 # --- the cache step --------------------------------------------------------
 flow.launches.clear()
 cache = problem()["cache"]

@@ -27,9 +27,11 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -89,6 +91,14 @@ static std::string toUTF8(StringRef s) {
   return llvm::json::isUTF8(s) ? s.str() : llvm::json::fixUTF8(s);
 }
 
+template <typename T>
+static llvm::json::Value numberArray(ArrayRef<T> values) {
+  llvm::json::Array array;
+  for (T v : values)
+    array.push_back(v);
+  return llvm::json::Value(std::move(array));
+}
+
 /// The manifest attribute as JSON: dictionaries, arrays (and dense arrays),
 /// strings, integers, floats, booleans and unit attributes (true).
 static FailureOr<llvm::json::Value> toJSON(Attribute attr, Location loc,
@@ -139,20 +149,14 @@ static FailureOr<llvm::json::Value> toJSON(Attribute attr, Location loc,
     return llvm::json::Value(fp.getValueAsDouble());
   if (isa<UnitAttr>(attr))
     return llvm::json::Value(true);
-  auto intArray = [](ArrayRef<auto> values) {
-    llvm::json::Array array;
-    for (auto v : values)
-      array.push_back(v);
-    return llvm::json::Value(std::move(array));
-  };
   if (auto dense = dyn_cast<DenseI32ArrayAttr>(attr))
-    return intArray(dense.asArrayRef());
+    return numberArray(dense.asArrayRef());
   if (auto dense = dyn_cast<DenseI64ArrayAttr>(attr))
-    return intArray(dense.asArrayRef());
+    return numberArray(dense.asArrayRef());
   if (auto dense = dyn_cast<DenseF32ArrayAttr>(attr))
-    return intArray(dense.asArrayRef());
+    return numberArray(dense.asArrayRef());
   if (auto dense = dyn_cast<DenseF64ArrayAttr>(attr))
-    return intArray(dense.asArrayRef());
+    return numberArray(dense.asArrayRef());
   return unsupported();
 }
 
@@ -214,8 +218,7 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
     fail("cannot create a temporary file: " + ec.message());
     return failure();
   }
-  auto removeLog =
-      llvm::make_scope_exit([&] { llvm::sys::fs::remove(log); });
+  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
   std::string arch = "-arch=" + chip;
   std::string opt = "-O" + std::to_string(optLevel);
   SmallVector<StringRef> args = {ptxas, arch,    opt, ptxPath,
@@ -242,7 +245,6 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
   cl::ParseCommandLineOptions(
@@ -269,6 +271,8 @@ int main(int argc, char **argv) {
   registerAllGPUToLLVMIRTranslations(registry);
   vortex::registerAllVortexDialects(registry);
   MLIRContext context(registry);
+  // Point at the op; dumping all of it (a whole gpu.module) buries the error.
+  context.printOpOnDiagnostic(false);
 
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(inputFilename, &error);
@@ -277,6 +281,12 @@ int main(int argc, char **argv) {
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(*sourceMgr, &context);
+  // Some passes (gpu-module-to-binary) report an error and still succeed.
+  bool sawError = false;
+  ScopedDiagnosticHandler errorTracker(&context, [&](Diagnostic &diag) {
+    sawError |= diag.getSeverity() == DiagnosticSeverity::Error;
+    return failure(); // Let the source manager handler print it.
+  });
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module)
@@ -288,7 +298,7 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(lower)))
     return 1;
   vortex::buildVortexNVVMLowerStage(lower, options);
-  if (failed(lower.run(*module)))
+  if (failed(lower.run(*module)) || sawError)
     return 1;
 
   auto gpuModules = llvm::to_vector(module->getOps<gpu::GPUModuleOp>());
@@ -303,7 +313,10 @@ int main(int argc, char **argv) {
       diag.attachNote(gpuModule.getLoc()) << "gpu.module here";
     return 1;
   }
+  // The gpu.module becomes a gpu.binary when serialized: keep what we need.
   gpu::GPUModuleOp gpuModule = gpuModules.front();
+  Location kernelsLoc = gpuModule.getLoc();
+  std::string kernelsName = gpuModule.getName().str();
   SmallVector<std::string> kernels;
   for (auto func : gpuModule.getOps<LLVM::LLVMFuncOp>())
     if (func->hasAttr(gpu::GPUDialect::getKernelFuncAttrName()))
@@ -350,6 +363,15 @@ int main(int argc, char **argv) {
     }
   }
 
+  // Convert before anything is written, so a bad manifest leaves no files.
+  llvm::json::Object json;
+  if (manifest) {
+    FailureOr<llvm::json::Value> value = toJSON(manifest, moduleLoc, "");
+    if (failed(value))
+      return 1;
+    json = std::move(*value->getAsObject());
+  }
+
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
     return fail("cannot create '" + outputDir + "': " + ec.message());
   auto outPath = [&](StringRef suffix) {
@@ -371,7 +393,7 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(serialize)))
     return 1;
   vortex::buildVortexNVVMBinaryStage(serialize, options);
-  if (failed(serialize.run(*module)))
+  if (failed(serialize.run(*module)) || sawError)
     return 1;
 
   auto binaries = llvm::to_vector(module->getOps<gpu::BinaryOp>());
@@ -409,17 +431,11 @@ int main(int argc, char **argv) {
   if (!noCubin && failed(runPtxas(ptxPath, cubinPath, toolkit)))
     return 1;
 
-  llvm::json::Object json;
-  if (manifest) {
-    FailureOr<llvm::json::Value> value = toJSON(manifest, moduleLoc, "");
-    if (failed(value))
-      return 1;
-    json = std::move(*value->getAsObject());
-  } else {
-    emitWarning(moduleLoc)
+  if (!manifest) {
+    emitWarning(kernelsLoc)
         << "no " << kManifestAttr
         << " attribute: the manifest lists only the kernels of gpu.module @"
-        << gpuModule.getName();
+        << kernelsName;
     llvm::json::Array names;
     for (const std::string &kernel : kernels)
       names.push_back(kernel);

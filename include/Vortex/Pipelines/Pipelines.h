@@ -55,7 +55,7 @@ struct VortexNVVMPipelineOptions
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit for libdevice (and ptxas for format=bin); "
                      "empty: $CUDA_HOME, $CUDA_ROOT, $CUDA_PATH, else "
-                     "/usr/local/cuda"),
+                     "/usr/local/cuda if it has libdevice"),
       llvm::cl::init("")};
   Option<std::string> format{
       *this, "format",
@@ -66,7 +66,8 @@ struct VortexNVVMPipelineOptions
 
 /// Checks the options before a pipeline is built from them: a chip that both
 /// LLVM 22's NVPTX backend and CUDA 13's ptxas know, a PTX ISA in `features`
-/// the chip accepts (a too-old one aborts inside LLVM), opt-level and format.
+/// the chip accepts (a too-old one aborts inside LLVM), opt-level, format,
+/// and that the CUDA toolkit, if one is found, has libdevice.
 LogicalResult verifyVortexNVVMPipelineOptions(
     const VortexNVVMPipelineOptions &options, std::string &error);
 
@@ -75,7 +76,7 @@ LogicalResult verifyVortexNVVMPipelineOptions(
 std::string getVortexNVVMFeatures(const VortexNVVMPipelineOptions &options);
 
 /// The CUDA toolkit to use: `requested` if not empty, else $CUDA_HOME,
-/// $CUDA_ROOT, $CUDA_PATH, else /usr/local/cuda if it exists, else "".
+/// $CUDA_ROOT, $CUDA_PATH, else /usr/local/cuda if it has libdevice, else "".
 std::string findCUDAToolkit(llvm::StringRef requested = "");
 
 /// vortex-nvvm-stage-lower: on a module with vortex flows, vortex-fuse,

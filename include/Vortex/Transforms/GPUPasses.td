@@ -1,4 +1,4 @@
-//===- GPUPasses.td - Vortex GPU gap-closing passes ---------*- tablegen -*-===//
+//===- GPUPasses.td - Vortex GPU gap-closing passes --------*- tablegen -*-===//
 //
 // Passes that close the gaps of MLIR 22.1.8's NVVM lowering for the kernels
 // convert-vortex-to-gpu emits (see docs/gpu.md and the toolchain notes).
@@ -67,9 +67,10 @@ def VortexGPULowerVectorTransfers : Pass<"vortex-gpu-lower-vector-transfers"> {
       `vector.maskedload`/`vector.maskedstore` when masked, plus
       `vector.broadcast` for broadcast dimensions.
 
-    A `vector.transfer_read`/`vector.transfer_write` that is still there
-    afterwards (for instance one on a tensor) is an error: the NVVM
-    translation would fail on it later with a less helpful message.
+    A transfer on a tensor is rejected up front (kernels work on buffers),
+    and so is any `vector.transfer_read`/`vector.transfer_write` still there
+    afterwards: the NVVM translation would fail on it later with a less
+    helpful message.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

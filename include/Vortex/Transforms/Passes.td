@@ -48,4 +48,27 @@ def VortexMaskPadding : Pass<"vortex-mask-padding", "::mlir::ModuleOp"> {
   }];
 }
 
+
+def VortexSetConfig : Pass<"vortex-set-config", "::mlir::ModuleOp"> {
+  let summary = "Retarget flows to other knobs and re-infer every type";
+  let description = [{
+    Rewrites the config of every flow (only the options given) and
+    re-infers the types that depend on it: `q` becomes
+    `[?, group_size, head_dim]`, and every op result's inner shape is
+    recomputed from its operands with the op's shape rule (broadcasts,
+    reductions, contractions, Kronecker products, interleaves). This turns
+    a flow written for one model into the same flow for another, e.g. a
+    G = 8 flow into Qwen3-14B's G = 5. Reshape results keep their declared
+    shape and must still match the element count. Explicit padding is
+    dropped (run `vortex-pad` again). The result is verified.
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", "0", "query heads per KV head (0: keep)">,
+    Option<"topkVal", "topk-val", "int64_t", "-1", "top-k budget (-1: keep)">,
+    Option<"topkRatio", "topk-ratio", "double", "-1.0", "budget ratio (< 0: keep)">,
+    Option<"reservedBos", "reserved-bos", "int64_t", "-1", "reserved leading blocks (-1: keep)">,
+    Option<"reservedEos", "reserved-eos", "int64_t", "-1", "reserved trailing blocks (-1: keep)">
+  ];
+}
+
 #endif // VORTEX_TRANSFORMS_PASSES_TD

@@ -37,7 +37,8 @@ struct UnrollWideElementReduce final
     Location loc = op.getLoc();
     SmallVector<Value> elements;
     for (int64_t i = 0, e = vecTy.getNumElements(); i < e; ++i) {
-      Value element = vector::ExtractOp::create(rewriter, loc, op.getValue(), i);
+      Value element =
+          vector::ExtractOp::create(rewriter, loc, op.getValue(), i);
       elements.push_back(gpu::SubgroupReduceOp::create(
           rewriter, loc, element, op.getOp(), op.getUniform(),
           op.getClusterSize(), op.getClusterStride()));

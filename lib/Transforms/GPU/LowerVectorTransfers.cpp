@@ -58,7 +58,8 @@ struct VortexGPULowerVectorTransfersPass final
     // n-D transfers -> 1-D ones; unrolled, since kernel vectors are small and
     // the looped form would put an alloca in local memory.
     populateVectorToSCFConversionPatterns(
-        patterns, VectorTransferToSCFOptions().setTargetRank(1).enableFullUnroll());
+        patterns,
+        VectorTransferToSCFOptions().setTargetRank(1).enableFullUnroll());
     vector::MaskOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       emitError(getOperation()->getLoc())

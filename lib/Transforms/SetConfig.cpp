@@ -1,0 +1,122 @@
+//===- SetConfig.cpp - Retarget a flow's knobs and re-infer its types -----===//
+
+#include "Vortex/Dialect/VortexOps.h"
+#include "Vortex/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::vortex {
+#define GEN_PASS_DEF_VORTEXSETCONFIG
+#include "Vortex/Transforms/Passes.h.inc"
+} // namespace mlir::vortex
+
+using namespace mlir;
+using namespace mlir::vortex;
+
+namespace {
+
+int64_t broadcast(int64_t a, int64_t b) { return a == 1 ? b : a; }
+
+/// The inner shape [D0, D1] an op's first result has under its operands'
+/// current types (the op's shape rule).
+std::pair<int64_t, int64_t> inferInner(Operation *op) {
+  auto in = [&](unsigned i) {
+    return cast<VTensorType>(op->getOperand(i).getType());
+  };
+  auto out = cast<VTensorType>(op->getResult(0).getType());
+  return TypeSwitch<Operation *, std::pair<int64_t, int64_t>>(op)
+      .Case<GeMMOp>([&](auto) {
+        return std::pair<int64_t, int64_t>{in(1).getD0(), in(0).getD0()};
+      })
+      .Case<GeMVOp>([&](auto) { return std::pair<int64_t, int64_t>{1, 1}; })
+      .Case<ReductionOpInterface>([&](ReductionOpInterface red) {
+        int64_t dim = red.getReducedDim();
+        int64_t d0 = in(0).getD0(), d1 = in(0).getD1();
+        if (auto factor = op->getAttrOfType<IntegerAttr>("factor"))
+          return dim == 1
+                     ? std::pair<int64_t, int64_t>{d0 / factor.getInt(), d1}
+                     : std::pair<int64_t, int64_t>{d0, d1 / factor.getInt()};
+        if (dim == 0)
+          return std::pair<int64_t, int64_t>{d0, d1};
+        return dim == 1 ? std::pair<int64_t, int64_t>{1, d1}
+                        : std::pair<int64_t, int64_t>{d0, 1};
+      })
+      .Case<TransposeOp>([&](auto) {
+        return std::pair<int64_t, int64_t>{in(0).getD1(), in(0).getD0()};
+      })
+      .Case<ReshapeOp>([&](auto) {
+        return std::pair<int64_t, int64_t>{out.getD0(), out.getD1()};
+      })
+      .Case<KronOp>([&](KronOp kron) {
+        int64_t e[3];
+        for (unsigned a = 1; a <= 2; ++a)
+          e[a] = llvm::is_contained(kron.getDims(), a)
+                     ? in(0).getInner(a) * in(1).getInner(a)
+                     : broadcast(in(0).getInner(a), in(1).getInner(a));
+        return std::pair<int64_t, int64_t>{e[1], e[2]};
+      })
+      .Default([&](Operation *) {
+        if (op->getNumOperands() >= 2 &&
+            isa<BinaryElementwiseOpInterface>(op))
+          return std::pair<int64_t, int64_t>{
+              broadcast(in(0).getD0(), in(1).getD0()),
+              broadcast(in(0).getD1(), in(1).getD1())};
+        return std::pair<int64_t, int64_t>{in(0).getD0(), in(0).getD1()};
+      });
+}
+
+void retype(Value v, int64_t d0, int64_t d1) {
+  auto t = cast<VTensorType>(v.getType());
+  v.setType(t.withShape({t.getL(), d0, d1}).withExplicitPadding(false));
+}
+
+struct VortexSetConfigPass
+    : public vortex::impl::VortexSetConfigBase<VortexSetConfigPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    module.walk([&](FlowOp flow) {
+      FlowConfigAttr c = flow.getConfig();
+      MLIRContext *ctx = flow.getContext();
+      auto config = FlowConfigAttr::get(
+          ctx, c.getBlockSize(), c.getPageSize(), c.getHeadDim(),
+          groupSize > 0 ? groupSize : c.getGroupSize(),
+          topkVal >= 0 ? topkVal : c.getTopkVal(),
+          topkRatio >= 0 ? FloatAttr::get(Float64Type::get(ctx), topkRatio)
+                         : c.getTopkRatio(),
+          reservedBos >= 0 ? reservedBos : c.getReservedBos(),
+          reservedEos >= 0 ? reservedEos : c.getReservedEos(),
+          c.getIntermediateDtype(), c.getKvDtype());
+      flow.setConfigAttr(config);
+      // Block arguments: q follows the config, the rest is unchanged.
+      BlockArgument q = flow.getIndexerBody().getArgument(0);
+      retype(q, config.getGroupSize(), config.getHeadDim());
+      for (Block *body : {&flow.getCacheBody(), &flow.getIndexerBody()})
+        for (BlockArgument arg : body->getArguments())
+          retype(arg, cast<VTensorType>(arg.getType()).getD0(),
+                 cast<VTensorType>(arg.getType()).getD1());
+      // Results in program order (kernels: their bodies, then results).
+      flow.walk<WalkOrder::PostOrder>([&](Operation *op) {
+        if (isa<FlowOp, YieldOp>(op) || op->getNumResults() == 0)
+          return;
+        if (auto kernel = dyn_cast<KernelOp>(op)) {
+          auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+          for (auto [r, y] : llvm::zip(kernel.getResults(), yield.getValues()))
+            r.setType(y.getType());
+          return;
+        }
+        if (isa<TrtllmTopKOp>(op))
+          return;
+        auto [d0, d1] = inferInner(op);
+        retype(op->getResult(0), d0, d1);
+      });
+    });
+    if (failed(verify(module)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
