@@ -8,6 +8,8 @@
 #   <outdir>/bench/<flow>_k64_g8, _k64_g5 gqa_quest and block_sparse with
 #                                         topk_val 64 (docs/benchmarks.md)
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
+# VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
+# "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -22,13 +24,16 @@ variant() { # example name config-options outdir
   base="$(basename "$src" .mlir)"
   mkdir -p "$dir"
   "$BIN/vortex-opt" "$src" --vortex-set-config="$opts" |
-    sed "s/vortex.flow @$base /vortex.flow @$name /" > "$dir/$name.mlir"
+    sed "s/vortex.flow @$base /vortex.flow @$name /" |
+    "$BIN/vortex-opt" --vortex-fuse --vortex-pad --vortex-mask-padding \
+      --convert-vortex-to-gpu="${VORTEX_GPU_OPTS:-}" > "$dir/$name.mlir"
   "$BIN/vortex-compile" "$dir/$name.mlir" -o "$dir" --chip="$CHIP"
   rm "$dir/$name.mlir"
 }
 
 rm -rf "$OUT/check" "$OUT/bench"
 for src in "$ROOT"/examples/*.mlir; do
+  [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
   [ "$base" = gqa_quest_sparse_attention_g5 ] && continue
   variant "$src" "${base}_g8" "group-size=8" "$OUT/check"

@@ -575,11 +575,19 @@ def check_csr(indptr, indices, num_blocks: Optional[int] = None,
 # ---------------------------------------------------------------------------
 
 def grid_size(spec: KernelSpec, symbols: Mapping[str, int],
-              num_sms: int) -> Tuple[int, int, int]:
+              num_sms: int,
+              max_active: Optional[int] = None) -> Tuple[int, int, int]:
+    """The launch grid. A persistent grid is `ctas_per_sm` CTAs per
+    multiprocessor, capped by how many of this kernel's CTAs fit on one
+    (`max_active`, from its registers and shared memory): every CTA of a
+    persistent grid must be resident, or the late ones run as a tail."""
     g = spec.grid
     kind = g["kind"]
     if kind == "persistent":
-        x = num_sms * int(g["ctas_per_sm"])
+        per_sm = int(g["ctas_per_sm"])
+        if max_active is not None and max_active > 0:
+            per_sm = min(per_sm, int(max_active))
+        x = num_sms * per_sm
     elif kind == "rows":
         x = symbols["rows"]
     elif kind == "items":
@@ -727,6 +735,8 @@ class _Driver:
             "cuModuleUnload": [P],
             "cuFuncSetAttribute": [P, I, I],
             "cuFuncGetAttribute": [ctypes.POINTER(I), I, P],
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor": [
+                ctypes.POINTER(I), P, I, ctypes.c_size_t],
             "cuLaunchKernel": [P, U, U, U, U, U, U, U, P,
                                ctypes.POINTER(P), ctypes.POINTER(P)],
         }
@@ -770,6 +780,7 @@ class _Kernel:
     max_threads: int = 0
     static_smem: int = 0
     local_bytes: int = 0
+    max_active: int = 0  # CTAs of this kernel that fit on one multiprocessor
 
     @property
     def dynamic_smem(self) -> int:
@@ -920,6 +931,11 @@ class CompiledFlowGPU:
                 f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
                 f"cuFuncSetAttribute({spec.kernel}, max dynamic smem {dyn}, "
                 f"static {k.static_smem})")
+        active = ctypes.c_int()
+        drv.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(active), f, threads, dyn),
+            f"cuOccupancyMaxActiveBlocksPerMultiprocessor({spec.kernel})")
+        k.max_active = active.value
         return k
 
     def kernel_info(self) -> Dict[str, Dict[str, int]]:
@@ -928,6 +944,7 @@ class CompiledFlowGPU:
         return {n: {"num_regs": k.num_regs, "static_smem": k.static_smem,
                     "dynamic_smem": k.dynamic_smem,
                     "local_bytes": k.local_bytes, "max_threads": k.max_threads,
+                    "max_active_per_sm": getattr(k, "max_active", 0),
                     "shared_bytes": k.spec.shared_bytes}
                 for n, k in self._kernels.items()}
 
@@ -978,7 +995,10 @@ class CompiledFlowGPU:
         stream = self._stream_handle() if stream is None else int(stream)
         self._ensure_context()
         for spec in specs:
-            grid = grid_size(spec, symbols, self.num_sms)
+            kernel = self._kernels.get(spec.kernel) if hasattr(
+                self, "_kernels") else None
+            grid = grid_size(spec, symbols, self.num_sms,
+                             getattr(kernel, "max_active", None))
             if min(grid) <= 0:
                 continue
             bufs = {n: (int(args[n].data_ptr()), int(args[n].numel()))

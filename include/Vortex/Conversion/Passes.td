@@ -62,7 +62,9 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
     Option<"ctasPerSM", "ctas-per-sm", "int64_t", "4",
            "CTAs per multiprocessor of the persistent grid">,
     Option<"threadsPerCTA", "threads", "int64_t", "256",
-           "threads per CTA of the workload kernels">
+           "threads per CTA of the workload kernels">,
+    Option<"itemsPerIteration", "items-per-iteration", "int64_t", "4",
+           "blocks a lane group loads together per iteration">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -197,6 +197,8 @@ struct FlowContext {
   gpu::GPUModuleOp module;
   int64_t ctasPerSM;
   int64_t threads;
+  /// Blocks a group handles per iteration of the persistent loop.
+  int64_t itemsPerIteration = 4;
   /// Value -> name of the buffer that holds it across kernels.
   DenseMap<Value, std::string> bufferOf;
   std::map<std::string, TensorRecord> tensors;

@@ -408,42 +408,41 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                         [&](OpBuilder &nb2, Location l2, ValueRange c) {
                           Gen w2{nb2, l2};
                           Value stride = c[0];
-                          strided(w2, w2.idx(0), P, tid, kTopKThreads, {},
-                                  [&](Gen &z, Value i, ValueRange)
+                          // One compare-exchange per pair (i, i + stride):
+                          // pair t -> i = 2 * stride * (t / stride) +
+                          // t % stride, so every thread works.
+                          Value half = w2.divU(P, w2.idx(2));
+                          Value mask = w2.sub(stride, w2.idx(1));
+                          strided(w2, w2.idx(0), half, tid, kTopKThreads, {},
+                                  [&](Gen &z, Value t, ValueRange)
                                       -> SmallVector<Value> {
-                                    Value j = arith::XOrIOp::create(
-                                        z.b, z.loc, i, stride);
-                                    z.ifThen(
-                                        z.cmpI(arith::CmpIPredicate::ugt, j,
-                                               i),
-                                        [&](Gen &u) {
-                                          Value a0 = memref::LoadOp::create(
-                                              u.b, u.loc, keys,
-                                              ValueRange{i});
-                                          Value a1 = memref::LoadOp::create(
-                                              u.b, u.loc, keys,
-                                              ValueRange{j});
-                                          Value desc = u.cmpI(
-                                              arith::CmpIPredicate::eq,
-                                              arith::AndIOp::create(
-                                                  u.b, u.loc, i, size),
-                                              u.idx(0));
-                                          Value less = u.cmpI(
-                                              arith::CmpIPredicate::ult, a0,
-                                              a1);
-                                          Value swap = u.select(
-                                              desc, less,
-                                              u.cmpI(arith::CmpIPredicate::ugt,
-                                                     a0, a1));
-                                          u.ifThen(swap, [&](Gen &v) {
-                                            memref::StoreOp::create(
-                                                v.b, v.loc, a1, keys,
-                                                ValueRange{i});
-                                            memref::StoreOp::create(
-                                                v.b, v.loc, a0, keys,
-                                                ValueRange{j});
-                                          });
-                                        });
+                                    Value low = arith::AndIOp::create(
+                                        z.b, z.loc, t, mask);
+                                    Value high = z.sub(t, low);
+                                    Value i = z.add(z.mul(high, z.idx(2)),
+                                                    low);
+                                    Value j = z.add(i, stride);
+                                    Value a0 = memref::LoadOp::create(
+                                        z.b, z.loc, keys, ValueRange{i});
+                                    Value a1 = memref::LoadOp::create(
+                                        z.b, z.loc, keys, ValueRange{j});
+                                    Value desc = z.cmpI(
+                                        arith::CmpIPredicate::eq,
+                                        arith::AndIOp::create(z.b, z.loc, i,
+                                                              size),
+                                        z.idx(0));
+                                    // Descending blocks keep the larger key
+                                    // first, ascending ones the smaller.
+                                    Value big = arith::MaxUIOp::create(
+                                        z.b, z.loc, a0, a1);
+                                    Value small = arith::MinUIOp::create(
+                                        z.b, z.loc, a0, a1);
+                                    memref::StoreOp::create(
+                                        z.b, z.loc, z.select(desc, big, small),
+                                        keys, ValueRange{i});
+                                    memref::StoreOp::create(
+                                        z.b, z.loc, z.select(desc, small, big),
+                                        keys, ValueRange{j});
                                     return {};
                                   });
                           gpu::BarrierOp::create(nb2, l2);

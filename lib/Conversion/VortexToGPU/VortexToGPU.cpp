@@ -176,7 +176,8 @@ DictionaryAttr buildManifest(Builder &b, FlowContext &ctx) {
                            b.getNamedAttr("cache", b.getArrayAttr(cache))}))});
 }
 
-LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads) {
+LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
+                        int64_t itemsPerIteration) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
   OpBuilder b(flow);
   MLIRContext *mctx = flow.getContext();
@@ -185,6 +186,7 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads) {
   ctx.config = flow.getConfig();
   ctx.ctasPerSM = ctasPerSM;
   ctx.threads = threads;
+  ctx.itemsPerIteration = itemsPerIteration;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -260,7 +262,8 @@ struct ConvertVortexToGPUPass
       return signalPassFailure();
     }
     for (FlowOp flow : flows)
-      if (failed(lowerFlow(flow, ctasPerSM, threadsPerCTA)))
+      if (failed(lowerFlow(flow, ctasPerSM, threadsPerCTA,
+                             itemsPerIteration)))
         return signalPassFailure();
   }
 };

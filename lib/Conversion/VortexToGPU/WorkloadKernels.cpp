@@ -782,27 +782,96 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   int64_t fixed = cfg.getTopkVal() + bos + eos;
   double ratio = cfg.getTopkRatio().getValueAsDouble();
 
-  // Emits the per-item program once `blockId` (paged rows), `pos` (CSR
-  // position), `row` (batched row) and `active` are known.
-  auto emitItem = [&](Value blockId, Value pos, Value row, Value active,
-                      const DenseMap<Value, SmallVector<Value>> &cached) {
-    Gen gi = gen();
+  // The per-row part of the kernel: ops whose operands are all batched
+  // (q and what is derived from it alone, e.g. the mean over heads). When it
+  // has no cross-lane op it runs once per row change, its values carried in
+  // f32 registers; otherwise (a shuffle must not sit in divergent code) it
+  // runs with every item.
+  SmallVector<Operation *> rowOps;
+  DenseSet<Operation *> rowOpSet;
+  auto isBatched = [](Value v) {
+    auto t = dyn_cast<VTensorType>(v.getType());
+    return t && t.isBatched();
+  };
+  if (indexerSide)
+    for (Operation *op : ops) {
+      if (op->getNumResults() != 1 || !isBatched(op->getResult(0)) ||
+          !llvm::all_of(op->getOperands(), isBatched) ||
+          isa<SaveOp, WriteOp, FillOp>(op))
+        continue;
+      rowOps.push_back(op);
+      rowOpSet.insert(op);
+    }
+  // Values of the per-row part that item code reads.
+  llvm::SetVector<Value> rowValues;
+  auto consumedPerItem = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *u) {
+      return !rowOpSet.count(u);
+    });
+  };
+  for (Value v : inputs)
+    if (isBatched(v) && consumedPerItem(v))
+      rowValues.insert(v);
+  for (Operation *op : rowOps)
+    if (consumedPerItem(op->getResult(0)))
+      rowValues.insert(op->getResult(0));
+
+  // Loads the batched inputs at `row` (their row vectors are kept in
+  // `rowVectors`) and lowers the per-row ops.
+  DenseMap<Value, SmallVector<Value>> rowVectors;
+  auto emitRowPart = [&](Value row) {
+    rowVectors.clear();
     for (Value v : inputs) {
-      auto type = cast<VTensorType>(v.getType());
+      if (!isBatched(v))
+        continue;
       std::string buf = ctx.bufferOf.lookup(v);
       Value memref = buffers.lookup(StringRef(buf));
-      bool scratch = ctx.tensors[buf].role == "scratch";
-      if (type.isBatched() && cached.count(v)) {
-        tiles[v] = loadRowCached(v, cached.lookup(v));
-        continue;
-      }
-      Value at = type.isBatched() ? row
-                 : (type.isPaged() || type.isSlotted()) ? blockId
-                                                        : pos;
-      tiles[v] = loadTile(v, memref, at, scratch);
+      auto type = cast<VTensorType>(v.getType());
+      TileRef shape = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+      rowVectors[v] = loadRowVectors(
+          memref, row, *shape,
+          cast<MemRefType>(memref.getType()).getElementType(),
+          ctx.tensors[buf].role == "scratch");
+      tiles[v] = loadRowCached(v, rowVectors[v]);
     }
+    for (Operation *op : rowOps) {
+      TileRef t = lower(op);
+      if (!t)
+        return false;
+      tiles[op->getResult(0)] = t;
+    }
+    return true;
+  };
+
+  // Phase 1 of an item: load its non-batched inputs (all items of an
+  // iteration load before any computes, so their loads are in flight
+  // together).
+  auto loadItem = [&](Value blockId, Value pos) {
+    DenseMap<Value, TileRef> loaded;
+    for (Value v : inputs) {
+      auto type = cast<VTensorType>(v.getType());
+      if (type.isBatched())
+        continue;
+      std::string buf = ctx.bufferOf.lookup(v);
+      Value at = (type.isPaged() || type.isSlotted()) ? blockId : pos;
+      loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
+                           ctx.tensors[buf].role == "scratch");
+    }
+    return loaded;
+  };
+
+  // Phase 2: compute and store. `rowTiles` hold the per-row values.
+  auto computeItem = [&](Value blockId, Value pos, Value row, Value active,
+                         const DenseMap<Value, TileRef> &loaded,
+                         const DenseMap<Value, TileRef> &rowTiles) {
+    Gen gi = gen();
+    tiles.clear();
+    for (auto &[v, t] : loaded)
+      tiles[v] = t;
+    for (auto &[v, t] : rowTiles)
+      tiles[v] = t;
     for (Operation *op : ops) {
-      if (isa<SaveOp, WriteOp, FillOp>(op))
+      if (isa<SaveOp, WriteOp, FillOp>(op) || rowOpSet.count(op))
         continue;
       if (isa<LoadOp>(op)) {
         // A load is a rename: the field row was loaded as an input.
@@ -844,6 +913,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   };
 
   bool ok = true;
+  int64_t chosenUnroll = 1;
   if (indexerSide) {
     Value indptr = func.getArgument(0), indices = func.getArgument(1);
     Value rows = g.toIndex(scalarArg);
@@ -851,23 +921,77 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
     Value chunk = g.ceilDiv(total, numGroups);
     Value s0 = g.mul(group, chunk);
-    auto rowStart = [&](Gen &x, Value r) { return x.toIndex(x.load(indptr, r)); };
-    // Batched inputs stay in registers while the row does not change.
-    SmallVector<Value> batchedInputs;
-    SmallVector<Type> cacheTypes;
-    for (Value v : inputs) {
-      auto type = cast<VTensorType>(v.getType());
-      if (!type.isBatched())
-        continue;
-      batchedInputs.push_back(v);
-      TileRef shape = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
-      Type storage = cast<MemRefType>(
-                         buffers.lookup(StringRef(ctx.bufferOf.lookup(v)))
-                             .getType())
-                         .getElementType();
-      for (int64_t r = 0; r < shape->d0; ++r)
-        cacheTypes.push_back(VectorType::get({shape->width()}, storage));
+    Value sEnd = g.minU(total, g.add(s0, chunk));
+    auto rowStart = [&](Gen &x, Value r) {
+      return x.toIndex(x.load(indptr, r));
+    };
+
+    // Hoist the per-row part when it has no cross-lane op.
+    bool hoist = !rowValues.empty();
+    SmallVector<Type> carryTypes;
+    SmallVector<std::pair<Value, TileRef>> rowShapes;
+    if (hoist) {
+      // Probe: lower the per-row part once to learn its layouts; a
+      // cross-lane op shows up as a subgroup reduction.
+      Block *probe = new Block();
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(probe);
+        Value zero = gen().idx(0);
+        if (!emitRowPart(zero))
+          ok = false;
+        for (Value v : rowValues)
+          rowShapes.push_back({v, tiles.lookup(v)});
+        for (auto &[v, t] : rowShapes)
+          (void)materialize(*t);
+        probe->walk([&](gpu::SubgroupReduceOp) { hoist = false; });
+      }
+      probe->dropAllDefinedValueUses();
+      delete probe;
+      tiles.clear();
+      // Raw inputs (q) are carried as their loaded storage vectors and
+      // widened at each use (half the registers of f32 for bf16); computed
+      // per-row values are carried in f32.
+      for (auto &[v, t] : rowShapes) {
+        if (inputs.contains(v)) {
+          Type storage =
+              cast<MemRefType>(
+                  buffers.lookup(StringRef(ctx.bufferOf.lookup(v))).getType())
+                  .getElementType();
+          for (int64_t r = 0; r < t->d0; ++r)
+            carryTypes.push_back(VectorType::get({t->width()}, storage));
+          continue;
+        }
+        for (int64_t i = 0; i < t->d0 * t->width(); ++i)
+          carryTypes.push_back(b.getF32Type());
+      }
     }
+
+    // Blocks per iteration: as many as fit an estimate of 64 live 32-bit
+    // registers for the carried row values plus the items' loaded rows.
+    auto regsOf = [&](Value v, const Tile &t) -> int64_t {
+      std::string buf = ctx.bufferOf.lookup(v);
+      Value memref = buffers.lookup(StringRef(buf));
+      unsigned bits = memref ? cast<MemRefType>(memref.getType())
+                                   .getElementType()
+                                   .getIntOrFloatBitWidth()
+                             : 32;
+      return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
+    };
+    int64_t carried = 0, perItem = 8;
+    for (auto &[v, t] : rowShapes)
+      carried += inputs.contains(v) ? regsOf(v, *t) : t->d0 * t->width();
+    for (Value v : inputs)
+      if (!isBatched(v)) {
+        auto type = cast<VTensorType>(v.getType());
+        TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+        perItem += regsOf(v, *t);
+      }
+    int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
+    while (unroll > 1 && carried + unroll * perItem > 64)
+      unroll /= 2;
+    chosenUnroll = unroll;
+
     Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
     g.ifThen(positive, [&](Gen &gp) {
       OpBuilder::InsertionGuard guard(b);
@@ -896,92 +1020,129 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
           });
       Value r0 = search.getResult(0);
       SmallVector<Value> inits = {r0, x.idx(-1)};
-      for (Type t : cacheTypes)
-        inits.push_back(arith::ConstantOp::create(
-            b, loc, t,
-            DenseElementsAttr::get(cast<VectorType>(t),
-                                   b.getZeroAttr(cast<VectorType>(t)
-                                                     .getElementType()))));
-      x.forLoop(x.idx(0), chunk, inits, [&](Gen &gl, Value it,
-                                             ValueRange carried) {
+      for (Type t : carryTypes) {
+        if (auto vt = dyn_cast<VectorType>(t))
+          inits.push_back(arith::ConstantOp::create(
+              b, loc, vt,
+              DenseElementsAttr::get(vt,
+                                     b.getZeroAttr(vt.getElementType()))));
+        else
+          inits.push_back(x.f32(0.0));
+      }
+      Value iterations = x.ceilDiv(chunk, x.idx(unroll));
+      x.forLoop(x.idx(0), iterations, inits, [&](Gen &gl, Value it,
+                                                  ValueRange carried) {
         OpBuilder::InsertionGuard guard2(b);
         b.setInsertionPoint(gl.b.getInsertionBlock(),
                             gl.b.getInsertionPoint());
         Gen y = gen();
-        Value s = y.add(s0, it);
-        Value valid = y.lt(s, total);
-        Value sc = y.minU(s, y.sub(total, y.idx(1)));
-        // Advance to the row of sc.
-        auto adv = scf::WhileOp::create(
-            b, loc, TypeRange{b.getIndexType()}, ValueRange{carried[0]},
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Gen w{nb, l};
-              Value next = w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
-              scf::ConditionOp::create(
-                  nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
-            },
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Gen w{nb, l};
-              scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
-            });
-        Value r = adv.getResult(0);
-        Value start = rowStart(y, r);
-        Value end = rowStart(y, y.add(r, y.idx(1)));
-        Value n = y.sub(end, start);
-        Value nf = arith::UIToFPOp::create(b, loc, b.getF64Type(), y.toI32(n));
-        Value scaled = arith::MulFOp::create(
-            b, loc, nf,
-            arith::ConstantOp::create(b, loc, b.getF64FloatAttr(ratio)));
-        Value dyn = y.toIndex(
-            arith::FPToSIOp::create(b, loc, b.getI32Type(), scaled));
-        Value bud = y.maxI(y.idx(fixed), dyn);
-        Value active = y.andI(
-            valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
-                          y.lt(sc, y.sub(end, y.idx(eos)))));
-        // Reload the batched rows when the row changes.
-        DenseMap<Value, SmallVector<Value>> cached;
-        SmallVector<Value> newCache;
-        if (!cacheTypes.empty()) {
-          Value changed = y.cmpI(arith::CmpIPredicate::ne, r, carried[1]);
-          newCache = y.ifElse(
-              changed, cacheTypes,
-              [&](Gen &gt) {
-                OpBuilder::InsertionGuard guard3(b);
-                b.setInsertionPoint(gt.b.getInsertionBlock(),
-                                    gt.b.getInsertionPoint());
-                SmallVector<Value> loaded;
-                for (Value v : batchedInputs) {
-                  std::string buf = ctx.bufferOf.lookup(v);
-                  Value memref = buffers.lookup(StringRef(buf));
-                  TileRef shape = makeTile(
-                      cast<VTensorType>(v.getType()),
-                      perLaneFor(computeExtent(cast<VTensorType>(v.getType()),
-                                               2)) > 0);
-                  llvm::append_range(
-                      loaded,
-                      loadRowVectors(memref, r, *shape,
-                                     cast<MemRefType>(memref.getType())
-                                         .getElementType(),
-                                     ctx.tensors[buf].role == "scratch"));
-                }
-                return loaded;
+        Value r = carried[0], cachedRow = carried[1];
+        SmallVector<Value> carry(carried.drop_front(2));
+        struct Item {
+          Value blockId, pos, row, active;
+          DenseMap<Value, TileRef> rowTiles, loaded;
+        };
+        SmallVector<Item> items(unroll);
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
+          Value valid = y.lt(s, sEnd);
+          Value sc = y.minU(s, y.sub(total, y.idx(1)));
+          // Advance to the row of sc.
+          auto adv = scf::WhileOp::create(
+              b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Gen w{nb, l};
+                Value next =
+                    w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
+                scf::ConditionOp::create(
+                    nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
               },
-              [&](Gen &) {
-                return SmallVector<Value>(carried.drop_front(2));
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Gen w{nb, l};
+                scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
               });
-          unsigned at = 0;
-          for (Value v : batchedInputs) {
-            TileRef shape = makeTile(cast<VTensorType>(v.getType()), false);
-            cached[v] = SmallVector<Value>(
-                ArrayRef<Value>(newCache).slice(at, shape->d0));
-            at += shape->d0;
+          r = adv.getResult(0);
+          Value start = rowStart(y, r);
+          Value end = rowStart(y, y.add(r, y.idx(1)));
+          Value n = y.sub(end, start);
+          Value nf =
+              arith::UIToFPOp::create(b, loc, b.getF64Type(), y.toI32(n));
+          Value scaled = arith::MulFOp::create(
+              b, loc, nf,
+              arith::ConstantOp::create(b, loc, b.getF64FloatAttr(ratio)));
+          Value dyn = y.toIndex(
+              arith::FPToSIOp::create(b, loc, b.getI32Type(), scaled));
+          Value bud = y.maxI(y.idx(fixed), dyn);
+          Value active = y.andI(
+              valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
+                            y.lt(sc, y.sub(end, y.idx(eos)))));
+          Item &item = items[u];
+          item.pos = sc;
+          item.row = r;
+          item.active = active;
+          if (hoist) {
+            // Recompute the per-row values when the row changes.
+            Value changed = y.cmpI(arith::CmpIPredicate::ne, r, cachedRow);
+            carry = y.ifElse(
+                changed, carryTypes,
+                [&](Gen &gt) {
+                  OpBuilder::InsertionGuard guard3(b);
+                  b.setInsertionPoint(gt.b.getInsertionBlock(),
+                                      gt.b.getInsertionPoint());
+                  tiles.clear();
+                  SmallVector<Value> fresh;
+                  if (!emitRowPart(r)) {
+                    ok = false;
+                    return SmallVector<Value>(carry);
+                  }
+                  for (auto &[v, t] : rowShapes) {
+                    if (inputs.contains(v))
+                      llvm::append_range(fresh, rowVectors[v]);
+                    else
+                      llvm::append_range(fresh,
+                                         materialize(*tiles.lookup(v)));
+                  }
+                  return fresh;
+                },
+                [&](Gen &) { return SmallVector<Value>(carry); });
+            cachedRow = r;
+            unsigned at = 0;
+            for (auto &[v, shape] : rowShapes) {
+              if (inputs.contains(v)) {
+                item.rowTiles[v] = loadRowCached(
+                    v, ArrayRef<Value>(carry).slice(at, shape->d0));
+                at += shape->d0;
+                continue;
+              }
+              TileRef t = std::make_shared<Tile>(*shape);
+              SmallVector<Value> vals(
+                  ArrayRef<Value>(carry).slice(at, t->d0 * t->width()));
+              at += t->d0 * t->width();
+              int64_t width = t->width();
+              t->at = [vals, width](int64_t rr, int64_t e) {
+                return vals[rr * width + e];
+              };
+              item.rowTiles[v] = t;
+            }
+          } else {
+            tiles.clear();
+            if (!emitRowPart(r))
+              ok = false;
+            for (Value v : rowValues)
+              item.rowTiles[v] = tiles.lookup(v);
+            for (Operation *op : rowOps)
+              item.rowTiles[op->getResult(0)] = tiles.lookup(op->getResult(0));
           }
+          item.blockId = y.toIndex(y.load(indices, sc));
         }
-        Value blockId = y.toIndex(y.load(indices, sc));
-        if (!emitItem(blockId, sc, r, active, cached))
-          ok = false;
-        SmallVector<Value> next = {r, r};
-        llvm::append_range(next, newCache);
+        for (Item &item : items)
+          item.loaded = loadItem(item.blockId, item.pos);
+        for (Item &item : items)
+          if (!computeItem(item.blockId, item.pos, item.row, item.active,
+                           item.loaded, item.rowTiles))
+            ok = false;
+        SmallVector<Value> next = {r, cachedRow};
+        llvm::append_range(next, carry);
         return next;
       });
     });
@@ -996,7 +1157,8 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       Value valid = y.lt(group, numNew);
       Value item = y.minU(group, y.sub(numNew, y.idx(1)));
       Value blockId = y.toIndex(y.load(blockIds, item));
-      if (!emitItem(blockId, item, item, valid, {}))
+      DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
+      if (!computeItem(blockId, item, item, valid, loaded, {}))
         ok = false;
     });
   }
