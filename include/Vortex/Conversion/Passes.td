@@ -63,8 +63,9 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "CTAs per multiprocessor of the persistent grid">,
     Option<"threadsPerCTA", "threads", "int64_t", "256",
            "threads per CTA of the workload kernels">,
-    Option<"itemsPerIteration", "items-per-iteration", "int64_t", "4",
-           "blocks a lane group loads together per iteration">
+    Option<"itemsPerIteration", "items-per-iteration", "int64_t", "1",
+           "most blocks a lane group loads together per iteration (fewer "
+           "when the registers they need would cut occupancy)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -198,7 +198,7 @@ struct FlowContext {
   int64_t ctasPerSM;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop.
-  int64_t itemsPerIteration = 4;
+  int64_t itemsPerIteration = 1;
   /// Value -> name of the buffer that holds it across kernels.
   DenseMap<Value, std::string> bufferOf;
   std::map<std::string, TensorRecord> tensors;

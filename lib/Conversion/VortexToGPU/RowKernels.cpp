@@ -289,6 +289,110 @@ Value positionOfKey(Gen &g, Value key) {
 }
 } // namespace
 
+namespace {
+/// Rows of up to 2048 scored blocks: the bitonic sort runs with two keys per
+/// thread in registers (elements 64w + l and 64w + 32 + l of warp w, lane l).
+/// Strides below 64 stay inside a warp (an in-lane swap at 32, shuffles
+/// below) and need no barrier; larger strides go through shared memory.
+constexpr int64_t kRegisterSortSize = 2048;
+
+/// The partner's key of a shuffle-xor exchange (64-bit as two halves).
+Value shuffleXor64(Gen &g, Value key, int64_t offset) {
+  Value lo = arith::TruncIOp::create(g.b, g.loc, g.b.getI32Type(), key);
+  Value hi = arith::TruncIOp::create(
+      g.b, g.loc, g.b.getI32Type(),
+      arith::ShRUIOp::create(g.b, g.loc, key, g.i64(32)));
+  auto shuffle = [&](Value v) {
+    return gpu::ShuffleOp::create(g.b, g.loc, v, static_cast<int32_t>(offset),
+                                  32, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  Value plo = arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), shuffle(lo));
+  Value phi = arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), shuffle(hi));
+  return arith::OrIOp::create(
+      g.b, g.loc, arith::ShLIOp::create(g.b, g.loc, phi, g.i64(32)), plo);
+}
+
+/// Keeps the larger key at the lower index of descending blocks and the
+/// smaller one in ascending blocks.
+Value keepOf(Gen &g, Value mine, Value other, bool lower, Value desc) {
+  Value big = arith::MaxUIOp::create(g.b, g.loc, mine, other);
+  Value small = arith::MinUIOp::create(g.b, g.loc, mine, other);
+  return lower ? g.select(desc, big, small) : g.select(desc, small, big);
+}
+
+void emitRegisterBitonic(Gen &g, Value keys, Value tid,
+                         function_ref<Value(Gen &, Value)> keyAt) {
+  Value lane = g.remU(tid, g.idx(32));
+  Value warp = g.divU(tid, g.idx(32));
+  Value idx[2] = {g.add(g.mul(warp, g.idx(64)), lane),
+                  g.add(g.add(g.mul(warp, g.idx(64)), lane), g.idx(32))};
+  Value reg[2] = {keyAt(g, idx[0]), keyAt(g, idx[1])};
+  bool inRegs = true;
+  auto toShared = [&]() {
+    for (int e = 0; e < 2; ++e)
+      memref::StoreOp::create(g.b, g.loc, reg[e], keys, ValueRange{idx[e]});
+    gpu::BarrierOp::create(g.b, g.loc);
+    inRegs = false;
+  };
+  auto toRegs = [&]() {
+    for (int e = 0; e < 2; ++e)
+      reg[e] = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{idx[e]});
+    inRegs = true;
+  };
+  for (int64_t size = 2; size <= kRegisterSortSize; size *= 2) {
+    for (int64_t stride = size / 2; stride > 0; stride /= 2) {
+      if (stride >= 64) {
+        if (inRegs)
+          toShared();
+        // One pair per thread: t -> i = 2 * stride * (t / stride) + t % stride.
+        Value low = arith::AndIOp::create(g.b, g.loc, tid, g.idx(stride - 1));
+        Value i = g.add(g.mul(g.sub(tid, low), g.idx(2)), low);
+        Value j = g.add(i, g.idx(stride));
+        Value a0 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{i});
+        Value a1 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{j});
+        Value desc = g.cmpI(arith::CmpIPredicate::eq,
+                            arith::AndIOp::create(g.b, g.loc, i, g.idx(size)),
+                            g.idx(0));
+        memref::StoreOp::create(g.b, g.loc, keepOf(g, a0, a1, true, desc),
+                                keys, ValueRange{i});
+        memref::StoreOp::create(g.b, g.loc, keepOf(g, a1, a0, false, desc),
+                                keys, ValueRange{j});
+        gpu::BarrierOp::create(g.b, g.loc);
+        continue;
+      }
+      if (!inRegs)
+        toRegs();
+      // The block direction of each element (the two differ at size 32).
+      Value descOf[2];
+      for (int e = 0; e < 2; ++e)
+        descOf[e] = g.cmpI(
+            arith::CmpIPredicate::eq,
+            arith::AndIOp::create(g.b, g.loc, idx[e], g.idx(size)), g.idx(0));
+      Value desc = descOf[0];
+      if (stride == 32) {
+        // Both elements of the pair are in this lane.
+        Value a = keepOf(g, reg[0], reg[1], true, desc);
+        Value c = keepOf(g, reg[1], reg[0], false, desc);
+        reg[0] = a;
+        reg[1] = c;
+        continue;
+      }
+      Value lower = g.cmpI(
+          arith::CmpIPredicate::eq,
+          arith::AndIOp::create(g.b, g.loc, lane, g.idx(stride)), g.idx(0));
+      for (int e = 0; e < 2; ++e) {
+        Value other = shuffleXor64(g, reg[e], stride);
+        reg[e] = g.select(lower, keepOf(g, reg[e], other, true, descOf[e]),
+                          keepOf(g, reg[e], other, false, descOf[e]));
+      }
+    }
+  }
+  if (inRegs)
+    toShared();
+}
+} // namespace
+
 LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                                                    Operation *op,
                                                    StringRef name) {
@@ -354,7 +458,33 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
         Value m = x.sub(row.hi, row.lo);
         Value fits = x.cmpI(arith::CmpIPredicate::sle, m,
                             x.idx(kTopKCapacity));
+        Value small = x.cmpI(arith::CmpIPredicate::sle, m,
+                             x.idx(kRegisterSortSize));
+        auto emitOutput = [&](Gen &z) {
+          strided(z, z.idx(0), k, tid, kTopKThreads, {},
+                  [&](Gen &u, Value j, ValueRange) -> SmallVector<Value> {
+                    Value key = memref::LoadOp::create(u.b, u.loc, keys,
+                                                       ValueRange{j});
+                    Value i = positionOfKey(u, key);
+                    u.store(u.load(dense, u.add(row.lo, i)), sparse,
+                            u.add(offset, u.add(u.idx(bos), j)));
+                    return {};
+                  });
+        };
         x.ifElse(
+            small, {},
+            [&](Gen &y) -> SmallVector<Value> {
+              emitRegisterBitonic(y, keys, tid, [&](Gen &z, Value i) {
+                Value real = z.lt(i, m);
+                Value safe = z.minI(i, z.maxI(z.sub(m, z.idx(1)), z.idx(0)));
+                Value sc = z.load(score, z.add(row.lo, safe));
+                return z.select(real, sortKey(z, sc, i), z.i64(0));
+              });
+              emitOutput(y);
+              return {};
+            },
+            [&](Gen &y0) -> SmallVector<Value> {
+        y0.ifElse(
             fits, {},
             [&](Gen &y) -> SmallVector<Value> {
               // P = next power of two >= m.
@@ -512,6 +642,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                     });
                     return {best};
                   });
+              return {};
+            });
               return {};
             });
         return {};

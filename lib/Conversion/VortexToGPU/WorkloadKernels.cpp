@@ -1043,10 +1043,19 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
           DenseMap<Value, TileRef> rowTiles, loaded;
         };
         SmallVector<Item> items(unroll);
+        // The block ids and the items' rows do not depend on the CSR row:
+        // issue those loads first, so they overlap the row bookkeeping.
+        SmallVector<Value> validOf, posOf;
         for (int64_t u = 0; u < unroll; ++u) {
           Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
-          Value valid = y.lt(s, sEnd);
-          Value sc = y.minU(s, y.sub(total, y.idx(1)));
+          validOf.push_back(y.lt(s, sEnd));
+          posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
+          items[u].blockId = y.toIndex(y.load(indices, posOf.back()));
+          items[u].loaded = loadItem(items[u].blockId, posOf.back());
+        }
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value valid = validOf[u];
+          Value sc = posOf[u];
           // Advance to the row of sc.
           auto adv = scf::WhileOp::create(
               b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
@@ -1133,10 +1142,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
             for (Operation *op : rowOps)
               item.rowTiles[op->getResult(0)] = tiles.lookup(op->getResult(0));
           }
-          item.blockId = y.toIndex(y.load(indices, sc));
         }
-        for (Item &item : items)
-          item.loaded = loadItem(item.blockId, item.pos);
         for (Item &item : items)
           if (!computeItem(item.blockId, item.pos, item.row, item.active,
                            item.loaded, item.rowTiles))

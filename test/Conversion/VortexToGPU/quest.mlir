@@ -33,14 +33,16 @@
 // CHECK: arith.ceildivui
 // CHECK: scf.while
 // CHECK: scf.for
+// The block id is read once and the envelopes (16-byte vector loads) are
+// issued first, overlapping the row bookkeeping.
+// CHECK: memref.load %[[INDICES]]
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // Advance the row, keep q in registers while it does not change.
 // CHECK: scf.while
 // CHECK: arith.cmpi ne
 // CHECK: scf.if
 // CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
-// The block id is read once; the envelopes are 16-byte vector loads.
-// CHECK: memref.load %[[INDICES]]
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: arith.extf
 // CHECK: arith.maximumf
 // Sum over D: the lane slice, then the 16 lanes of the group.
