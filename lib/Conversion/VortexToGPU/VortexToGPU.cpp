@@ -179,6 +179,13 @@ DictionaryAttr buildManifest(Builder &b, FlowContext &ctx) {
 LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
                         int64_t itemsPerIteration) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
+  // The kernels widen storage with arith.extf, which LLVM 22's NVVM path
+  // cannot do for fp8: refuse early instead of failing in serialization.
+  FlowConfigAttr cfg = flow.getConfig();
+  for (Type t : {cfg.getKvDtype(), cfg.getIntermediateDtype()})
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(t))
+      return flow.emitOpError("uses fp8 storage (")
+             << t << "), which the GPU code generator does not support yet";
   OpBuilder b(flow);
   MLIRContext *mctx = flow.getContext();
   FlowContext ctx;
