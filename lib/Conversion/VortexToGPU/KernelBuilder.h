@@ -8,6 +8,7 @@
 #ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 #define VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 
+#include "Vortex/Conversion/ScalarBuilder.h"
 #include "Vortex/Dialect/VortexOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,69 +55,12 @@ struct TensorRecord {
   SmallVector<std::string> shape; // symbols or integers as strings
 };
 
-/// Scalar helpers over an OpBuilder at a location.
-struct Gen {
-  OpBuilder &b;
-  Location loc;
+/// Scalar helpers plus the memory and control-flow ones of kernel bodies.
+struct Gen : ScalarBuilder {
+  Gen(OpBuilder &b, Location loc) : ScalarBuilder(b, loc) {}
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value i32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value i64(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
-  }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
   Value boolean(bool v) {
     return arith::ConstantOp::create(b, loc, b.getBoolAttr(v));
-  }
-  Value toIndex(Value v) {
-    if (v.getType().isIndex())
-      return v;
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
-  Value toI32(Value v) {
-    if (v.getType().isInteger(32))
-      return v;
-    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divU(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value remU(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
-  Value ceilDiv(Value x, Value y) {
-    return arith::CeilDivUIOp::create(b, loc, x, y);
-  }
-  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value maxI(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value minU(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value lt(Value x, Value y) { return cmpI(arith::CmpIPredicate::slt, x, y); }
-  Value cmpF(arith::CmpFPredicate p, Value x, Value y) {
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value addF(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value subF(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value mulF(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value divF(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value maxF(Value x, Value y) {
-    return arith::MaximumFOp::create(b, loc, x, y);
-  }
-  Value minF(Value x, Value y) {
-    return arith::MinimumFOp::create(b, loc, x, y);
-  }
-  Value affine(Value x, double scale, double shift) {
-    return addF(mulF(x, f32(scale)), f32(shift));
   }
 
   /// Storage element -> f32.
@@ -174,9 +118,6 @@ struct Gen {
     return SmallVector<Value>(op.getResults());
   }
 };
-
-/// Neutral element of a reduction kind.
-double neutralOf(ReduceKind kind);
 
 /// The computed (padded once padding is explicit) inner extent of `t`.
 int64_t computeExtent(VTensorType t, unsigned dim);

@@ -122,12 +122,7 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
           strided(g, row.lo, row.hi, tid, threads, {g.f32(neutralOf(kind))},
                   [&](Gen &x, Value p, ValueRange acc) -> SmallVector<Value> {
                     Value v = x.load(in, elem(x, p, c));
-                    Value nv = kind == ReduceKind::Max   ? x.maxF(acc[0], v)
-                               : kind == ReduceKind::Min ? x.minF(acc[0], v)
-                               : kind == ReduceKind::L2Norm
-                                   ? x.addF(acc[0], x.mulF(v, v))
-                                   : x.addF(acc[0], v);
-                    return {nv};
+                    return {combineReduction(x, kind, acc[0], v)};
                   })
               .getResult(0);
       Value total = ctaReduce(g, local, cta);

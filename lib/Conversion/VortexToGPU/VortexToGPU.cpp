@@ -21,17 +21,6 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-double mlir::vortex::gpugen::neutralOf(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return -std::numeric_limits<double>::infinity();
-  case ReduceKind::Min:
-    return std::numeric_limits<double>::infinity();
-  default:
-    return 0.0;
-  }
-}
-
 int64_t mlir::vortex::gpugen::computeExtent(VTensorType t, unsigned dim) {
   return t.getExplicitPadding() ? nextPowerOf2(t.getInner(dim))
                                 : t.getInner(dim);

@@ -293,25 +293,8 @@ Value TileKernel::clusterReduce(Value v, ReduceKind kind) {
                                        static_cast<uint32_t>(lanes));
 }
 
-static Value combine(Gen &g, ReduceKind kind, Value acc, Value x) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return g.maxF(acc, x);
-  case ReduceKind::Min:
-    return g.minF(acc, x);
-  case ReduceKind::L2Norm:
-    return g.addF(acc, g.mulF(x, x));
-  default:
-    return g.addF(acc, x);
-  }
-}
-
 static Value finish(Gen &g, ReduceKind kind, Value acc, int64_t count) {
-  if (kind == ReduceKind::Mean)
-    return g.divF(acc, g.f32(static_cast<double>(count)));
-  if (kind == ReduceKind::L2Norm)
-    return math::SqrtOp::create(g.b, g.loc, acc);
-  return acc;
+  return finishReduction(g, kind, acc, g.f32(static_cast<double>(count)));
 }
 
 TileRef TileKernel::elementwise(
@@ -376,7 +359,7 @@ TileRef TileKernel::reduceColumns(TileRef in, VTensorType resultType,
       int64_t from = whole && in->distributed ? 0 : m * group;
       int64_t to = whole && in->distributed ? in->perLane : from + group;
       for (int64_t e = from; e < to; ++e)
-        acc = combine(g, kind, acc, in->at(r, e));
+        acc = combineReduction(g, kind, acc, in->at(r, e));
       if (whole && in->distributed)
         acc = clusterReduce(acc, kind == ReduceKind::L2Norm ||
                                          kind == ReduceKind::Mean
@@ -403,7 +386,7 @@ TileRef TileKernel::reduceRows(TileRef in, VTensorType resultType,
     Gen g = gen();
     Value acc = g.f32(neutralOf(kind));
     for (int64_t r = m * group; r < (m + 1) * group; ++r)
-      acc = combine(g, kind, acc, in->at(r, e));
+      acc = combineReduction(g, kind, acc, in->at(r, e));
     return finish(g, kind, acc, realCount);
   };
   return out;
@@ -440,49 +423,6 @@ TileRef TileKernel::contract(TileRef x, TileRef y, VTensorType resultType) {
   return out;
 }
 
-static Value unaryBody(Gen &g, UnaryKind kind, Value v, double alpha,
-                       double beta) {
-  switch (kind) {
-  case UnaryKind::Relu:
-    return g.select(g.cmpF(arith::CmpFPredicate::OGE, v, g.f32(alpha)), v,
-                    g.f32(beta));
-  case UnaryKind::Sigmoid:
-    return g.divF(g.f32(1.0),
-                  g.addF(g.f32(1.0), math::ExpOp::create(
-                                         g.b, g.loc, g.affine(v, beta, alpha))));
-  case UnaryKind::Silu:
-    return g.divF(v, g.addF(g.f32(1.0),
-                            math::ExpOp::create(g.b, g.loc,
-                                                g.affine(v, beta, alpha))));
-  case UnaryKind::Abs:
-    return math::AbsFOp::create(g.b, g.loc, g.affine(v, beta, alpha));
-  case UnaryKind::AddMul:
-    return g.affine(v, beta, alpha);
-  case UnaryKind::Log:
-    return math::LogOp::create(g.b, g.loc, g.affine(v, beta, alpha));
-  case UnaryKind::Exp:
-    return math::ExpOp::create(g.b, g.loc, g.affine(v, beta, alpha));
-  }
-  llvm_unreachable("unknown unary kind");
-}
-
-static arith::CmpFPredicate wherePredicate(BinaryKind kind) {
-  switch (kind) {
-  case BinaryKind::WhereEqual:
-    return arith::CmpFPredicate::OEQ;
-  case BinaryKind::WhereNotEqual:
-    return arith::CmpFPredicate::UNE;
-  case BinaryKind::WhereGreater:
-    return arith::CmpFPredicate::OGT;
-  case BinaryKind::WhereGreaterEqual:
-    return arith::CmpFPredicate::OGE;
-  case BinaryKind::WhereLess:
-    return arith::CmpFPredicate::OLT;
-  default:
-    return arith::CmpFPredicate::OLE;
-  }
-}
-
 TileRef TileKernel::lower(Operation *op) {
   auto operand = [&](unsigned i) { return tiles.lookup(op->getOperand(i)); };
   auto resultType = [&]() {
@@ -497,7 +437,7 @@ TileRef TileKernel::lower(Operation *op) {
             return elementwise(resultType(), {operand(0)},
                                [=](Gen &g, ArrayRef<Value> v, int64_t,
                                    int64_t) {
-                                 return unaryBody(g, kind, v[0], alpha, beta);
+                                 return emitUnary(g, kind, v[0], alpha, beta);
                                });
           })
       .Case<MaximumOp, MinimumOp, MultiplyOp, AddOp, WhereEqualOp,
@@ -512,20 +452,7 @@ TileRef TileKernel::lower(Operation *op) {
         return elementwise(
             resultType(), {operand(0), operand(1)},
             [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) -> Value {
-              switch (kind) {
-              case BinaryKind::Maximum:
-                return g.maxF(v[0], v[1]);
-              case BinaryKind::Minimum:
-                return g.minF(v[0], v[1]);
-              case BinaryKind::Add:
-                return g.addF(g.mulF(v[0], g.f32(alpha)),
-                              g.mulF(v[1], g.f32(beta)));
-              case BinaryKind::Mul:
-                return g.mulF(v[0], v[1]);
-              default:
-                return g.select(g.cmpF(wherePredicate(kind), v[0], v[1]),
-                                g.f32(0.0), g.f32(-1e30));
-              }
+              return emitBinary(g, kind, v[0], v[1], alpha, beta);
             });
       })
       .Case<MaskLanesOp>([&](MaskLanesOp mask) {

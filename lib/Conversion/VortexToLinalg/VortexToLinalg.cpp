@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Vortex/Conversion/Passes.h"
+#include "Vortex/Conversion/ScalarBuilder.h"
 #include "Vortex/Dialect/VortexOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,70 +37,15 @@ using namespace mlir::vortex;
 
 namespace {
 
-/// The value vortex_torch uses for -inf in additive masks and scans.
-constexpr double kMaskNeg = -1e30;
+/// Scalar helpers plus the tensor and loop ones of this lowering.
+struct Emitter : ScalarBuilder {
+  Emitter(OpBuilder &b, Location loc) : ScalarBuilder(b, loc) {}
 
-/// Scalar helpers over an OpBuilder and a location.
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value i32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value toIndex(Value v) {
-    if (v.getType().isIndex())
-      return v;
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
-  Value toI32(Value v) {
-    if (v.getType().isInteger(32))
-      return v;
-    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value minI(Value x, Value y) {
-    return arith::MinSIOp::create(b, loc, x, y);
-  }
-  Value maxI(Value x, Value y) {
-    return arith::MaxSIOp::create(b, loc, x, y);
-  }
-  Value cmpI(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value cmpF(arith::CmpFPredicate p, Value x, Value y) {
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value addF(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value subF(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value mulF(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value divF(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value maxF(Value x, Value y) {
-    return arith::MaximumFOp::create(b, loc, x, y);
-  }
-  Value minF(Value x, Value y) {
-    return arith::MinimumFOp::create(b, loc, x, y);
-  }
   Value extract(Value t, ValueRange ivs) {
     return tensor::ExtractOp::create(b, loc, t, ivs);
   }
   Value index(int64_t dim) { return linalg::IndexOp::create(b, loc, dim); }
   Value dim(Value t, int64_t d) { return tensor::DimOp::create(b, loc, t, d); }
-  /// `x * alpha + beta` for the (alpha, beta) knobs.
-  Value affine(Value x, double scale, double shift) {
-    return addF(mulF(x, f32(scale)), f32(shift));
-  }
 
   /// scf.for from lb to ub with loop-carried values.
   scf::ForOp forLoop(Value lb, Value ub, ValueRange inits,
@@ -131,44 +77,6 @@ struct Emitter {
     return op.getResult(0);
   }
 };
-
-/// Neutral element of a reduction (what a masked or empty lane holds).
-static double neutralOf(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return -std::numeric_limits<double>::infinity();
-  case ReduceKind::Min:
-    return std::numeric_limits<double>::infinity();
-  default:
-    return 0.0;
-  }
-}
-
-/// Combine an accumulator with a new element.
-static Value combine(Emitter &e, ReduceKind kind, Value acc, Value x) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return e.maxF(acc, x);
-  case ReduceKind::Min:
-    return e.minF(acc, x);
-  case ReduceKind::L2Norm:
-    return e.addF(acc, e.mulF(x, x));
-  case ReduceKind::Mean:
-  case ReduceKind::Sum:
-    return e.addF(acc, x);
-  }
-  llvm_unreachable("unknown reduce kind");
-}
-
-/// Turn an accumulated value into the result (mean divides by the real
-/// extent, l2 takes the root).
-static Value finish(Emitter &e, ReduceKind kind, Value acc, Value count) {
-  if (kind == ReduceKind::Mean)
-    return e.divF(acc, count);
-  if (kind == ReduceKind::L2Norm)
-    return math::SqrtOp::create(e.b, e.loc, acc);
-  return acc;
-}
 
 /// Lowers the ops of one flow body into the function being built.
 class BodyLowering {
@@ -408,14 +316,14 @@ private:
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Emitter x{nb, l};
           linalg::YieldOp::create(nb, l,
-                                  combine(x, kind, args[1], args[0]));
+                                  combineReduction(x, kind, args[1], args[0]));
         });
     Value acc = op.getResult(0);
     if (kind != ReduceKind::Mean && kind != ReduceKind::L2Norm)
       return acc;
     // Mean divides by the real extent, never the padded one.
     return elementwise(resultType, {acc}, [&](Emitter &x, ValueRange v) {
-      return finish(x, kind, v[0], x.f32(static_cast<double>(realCount)));
+      return finishReduction(x, kind, v[0], x.f32(static_cast<double>(realCount)));
     });
   }
 
@@ -533,66 +441,6 @@ private:
 // Per-op lowering
 //===----------------------------------------------------------------------===//
 
-static Value unaryBody(Emitter &x, UnaryKind kind, Value v, double alpha,
-                       double beta) {
-  switch (kind) {
-  case UnaryKind::Relu:
-    return x.select(x.cmpF(arith::CmpFPredicate::OGE, v, x.f32(alpha)), v,
-                    x.f32(beta));
-  case UnaryKind::Sigmoid: {
-    Value ex = math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
-    return x.divF(x.f32(1.0), x.addF(x.f32(1.0), ex));
-  }
-  case UnaryKind::Silu: {
-    Value ex = math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
-    return x.divF(v, x.addF(x.f32(1.0), ex));
-  }
-  case UnaryKind::Abs:
-    return math::AbsFOp::create(x.b, x.loc, x.affine(v, beta, alpha));
-  case UnaryKind::AddMul:
-    return x.affine(v, beta, alpha);
-  case UnaryKind::Log:
-    return math::LogOp::create(x.b, x.loc, x.affine(v, beta, alpha));
-  case UnaryKind::Exp:
-    return math::ExpOp::create(x.b, x.loc, x.affine(v, beta, alpha));
-  }
-  llvm_unreachable("unknown unary kind");
-}
-
-static arith::CmpFPredicate wherePredicate(BinaryKind kind) {
-  switch (kind) {
-  case BinaryKind::WhereEqual:
-    return arith::CmpFPredicate::OEQ;
-  case BinaryKind::WhereNotEqual:
-    return arith::CmpFPredicate::UNE;
-  case BinaryKind::WhereGreater:
-    return arith::CmpFPredicate::OGT;
-  case BinaryKind::WhereGreaterEqual:
-    return arith::CmpFPredicate::OGE;
-  case BinaryKind::WhereLess:
-    return arith::CmpFPredicate::OLT;
-  default:
-    return arith::CmpFPredicate::OLE;
-  }
-}
-
-static Value binaryBody(Emitter &x, BinaryKind kind, Value a, Value c,
-                        double alpha, double beta) {
-  switch (kind) {
-  case BinaryKind::Maximum:
-    return x.maxF(a, c);
-  case BinaryKind::Minimum:
-    return x.minF(a, c);
-  case BinaryKind::Add:
-    return x.addF(x.mulF(a, x.f32(alpha)), x.mulF(c, x.f32(beta)));
-  case BinaryKind::Mul:
-    return x.mulF(a, c);
-  default:
-    return x.select(x.cmpF(wherePredicate(kind), a, c), x.f32(0.0),
-                    x.f32(kMaskNeg));
-  }
-}
-
 LogicalResult BodyLowering::lower(Operation *op) {
   auto resultType = [&]() { return vt(op->getResult(0)); };
   auto in = [&](unsigned i) {
@@ -608,7 +456,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
             UnaryKind kind = u.getUnaryKind();
             setResult(elementwise(resultType(), {in(0)},
                                   [&](Emitter &x, ValueRange v) {
-                                    return unaryBody(x, kind, v[0], alpha,
+                                    return emitUnary(x, kind, v[0], alpha,
                                                      beta);
                                   }));
             return success();
@@ -619,7 +467,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         BinaryKind kind = bin.getBinaryKind();
         setResult(elementwise(resultType(), {in(0), in(1)},
                               [&](Emitter &x, ValueRange v) {
-                                return binaryBody(x, kind, v[0], v[1], 1.0,
+                                return emitBinary(x, kind, v[0], v[1], 1.0,
                                                   1.0);
                               }));
         return success();
@@ -629,7 +477,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         double beta = add.getBeta().convertToDouble();
         setResult(elementwise(resultType(), {in(0), in(1)},
                               [&](Emitter &x, ValueRange v) {
-                                return binaryBody(x, BinaryKind::Add, v[0],
+                                return emitBinary(x, BinaryKind::Add, v[0],
                                                   v[1], alpha, beta);
                               }));
         return success();
@@ -652,12 +500,12 @@ LogicalResult BodyLowering::lower(Operation *op) {
               Value acc = foldSegment(x, input, seg.lo, seg.hi, i, j,
                                       x.f32(neutralOf(kind)),
                                       [&](Emitter &y, Value a, Value v) {
-                                        return combine(y, kind, a, v);
+                                        return combineReduction(y, kind, a, v);
                                       });
               Value count = x.maxI(x.sub(seg.hi, seg.lo), x.idx(0));
               Value countF = arith::SIToFPOp::create(
                   x.b, x.loc, x.b.getF32Type(), x.toI32(count));
-              Value done = finish(x, kind, acc, countF);
+              Value done = finishReduction(x, kind, acc, countF);
               if (kind != ReduceKind::Mean)
                 return done;
               // The mean of an empty range is 0, not 0/0.
@@ -707,7 +555,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
             op, input, resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               Value m = foldSegment(
-                  x, input, seg.lo, seg.hi, i, j, x.f32(kMaskNeg),
+                  x, input, seg.lo, seg.hi, i, j, x.f32(kMaskNegative),
                   [&](Emitter &y, Value acc, Value v) {
                     return y.maxF(acc, y.mulF(v, y.f32(scale)));
                   });
