@@ -3,7 +3,8 @@
 #
 #   scripts/run-example.sh [flow.mlir]
 #
-# Builds vortex-opt if needed (build output goes to stderr), compiles the
+# Installs what is missing and builds vortex-opt if needed (that output goes
+# to stderr), compiles the
 # flow (default: examples/block_sparse_attention.mlir) through the
 # vortex-to-cpu pipeline into a shared object, runs the cache step on every
 # block of generated data and one indexer step, and prints each row's
@@ -18,7 +19,9 @@ BUILD_DIR="${VORTEX_BUILD_DIR:-$ROOT/build}"
 example="${1:-$ROOT/examples/block_sparse_attention.mlir}"
 [ -f "$example" ] || { echo "run-example: no such file: $example" >&2; exit 2; }
 
-# Configure and build on the first run; a no-op when vortex-opt is current.
+# Install what is missing (quick when nothing is), then configure and build
+# on the first run; a no-op when vortex-opt is current.
+bash "$ROOT/scripts/setup.sh" >&2
 bash "$ROOT/scripts/build.sh" vortex-opt >&2
 
 export VORTEX_OPT="$BUILD_DIR/bin/vortex-opt"
