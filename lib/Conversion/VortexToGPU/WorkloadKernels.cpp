@@ -840,7 +840,6 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   };
 
   bool ok = true;
-  int64_t chosenUnroll = 1;
   if (indexerSide) {
     Value indptr = func.getArgument(0), indices = func.getArgument(1);
     Value rows = g.toIndex(scalarArg);
@@ -917,7 +916,6 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
     while (unroll > 1 && carried + unroll * perItem > 64)
       unroll /= 2;
-    chosenUnroll = unroll;
 
     Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
     g.ifThen(positive, [&](Gen &gp) {
@@ -1091,7 +1089,8 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       Value item = y.minU(group, y.sub(numNew, y.idx(1)));
       Value blockId = y.toIndex(y.load(blockIds, item));
       DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
-      if (!computeItem(blockId, item, item, valid, loaded, {}))
+      if (!computeItem(blockId, item, item, valid, loaded,
+                       DenseMap<Value, TileRef>()))
         ok = false;
     });
   }
