@@ -9,6 +9,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::vortex;
 
@@ -65,6 +67,17 @@ Format mlir::vortex::inferWorkloadFormat(ArrayRef<Format> inputs) {
     return f == Format::Batched;
   });
   return allBatched ? Format::Batched : Format::Ragged;
+}
+
+double mlir::vortex::neutralOf(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Max:
+    return -std::numeric_limits<double>::infinity();
+  case ReduceKind::Min:
+    return std::numeric_limits<double>::infinity();
+  default:
+    return 0.0;
+  }
 }
 
 static bool isFloatStorageType(Type type) {

@@ -71,16 +71,6 @@ bool paddedAlong(VTensorType t, int64_t dim) {
          nextPowerOf2(t.getInner(dim)) != t.getInner(dim);
 }
 
-double neutralValue(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return -std::numeric_limits<double>::infinity();
-  case ReduceKind::Min:
-    return std::numeric_limits<double>::infinity();
-  default:
-    return 0.0;
-  }
-}
 
 /// Replaces operand `operand` of its owner by a masked copy.
 void maskOperand(OpOperand &operand, double value) {
@@ -118,7 +108,7 @@ struct VortexMaskPaddingPass
         int64_t dim = red.getReducedDim();
         OpOperand &in = op->getOpOperand(0);
         if (dim != 0 && paddedAlong(cast<VTensorType>(in.get().getType()), dim))
-          masks.push_back({&in, neutralValue(red.getReduceKind())});
+          masks.push_back({&in, neutralOf(red.getReduceKind())});
         return;
       }
       if (isa<GeMMOp, GeMVOp>(op))

@@ -58,8 +58,6 @@ struct ScalarBuilder {
 /// The value vortex_torch uses for -inf in additive masks and scans.
 constexpr double kMaskNegative = -1e30;
 
-/// Neutral element of a reduction (what a masked or empty lane holds).
-double neutralOf(ReduceKind kind);
 /// Folds `x` into the accumulator of a reduction.
 Value combineReduction(ScalarBuilder &s, ReduceKind kind, Value acc, Value x);
 /// The reduction's result from its accumulator over `count` elements (mean

@@ -33,6 +33,10 @@ bool isValidVTensorElementType(Type type);
 /// batched, else ragged.
 Format inferWorkloadFormat(ArrayRef<Format> inputs);
 
+/// Neutral element of a reduction: what a padded, masked or empty lane
+/// holds (-inf for max, +inf for min, 0 otherwise).
+double neutralOf(ReduceKind kind);
+
 } // namespace mlir::vortex
 
 #endif // VORTEX_DIALECT_VORTEXDIALECT_H

@@ -95,17 +95,6 @@ Value ScalarBuilder::affine(Value x, double scale, double shift) {
   return addF(mulF(x, f32(scale)), f32(shift));
 }
 
-double mlir::vortex::neutralOf(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Max:
-    return -std::numeric_limits<double>::infinity();
-  case ReduceKind::Min:
-    return std::numeric_limits<double>::infinity();
-  default:
-    return 0.0;
-  }
-}
-
 Value mlir::vortex::combineReduction(ScalarBuilder &s, ReduceKind kind,
                                      Value acc, Value x) {
   switch (kind) {
