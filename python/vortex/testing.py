@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -12,6 +13,25 @@ import numpy as np
 
 from . import reference as ref
 from .cpu import CompiledFlow
+
+class Tally:
+    """The PASS/FAIL lines of a lit test script and its exit status."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+
+    def __call__(self, ok: bool, what: str, detail: object = "") -> None:
+        print(("PASS " if ok else "FAIL ") + what)
+        if not ok:
+            self.failures += 1
+            if detail:
+                print("    " + str(detail))
+
+    def exit(self, summary: bool = False) -> None:
+        if summary:
+            print(f"{self.failures} failure(s)")
+        sys.exit(1 if self.failures else 0)
+
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

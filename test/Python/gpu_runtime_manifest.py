@@ -13,21 +13,12 @@ import copy
 import ctypes
 import json
 import os
-import sys
 import tempfile
 
 from vortex import runtime as rt
+from vortex import testing
 
-failures = 0
-
-
-def report(ok, what, detail=""):
-    global failures
-    print(("PASS " if ok else "FAIL ") + what)
-    if not ok:
-        failures += 1
-        if detail:
-            print("    " + str(detail))
+report = testing.Tally()
 
 
 def raises(fn, exc, needle):
@@ -295,5 +286,4 @@ probs = rt.check_ptx(m, good.replace(entry(cw.kernel, rt.expected_widths(cw)),
 report(len(probs) == 1 and "widths" in probs[0],
        "ptx: an i64 where the manifest has an i32 is reported", probs)
 
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+report.exit(summary=True)

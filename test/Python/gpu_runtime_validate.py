@@ -14,20 +14,11 @@
 
 import ctypes
 import math
-import sys
 
 from vortex import runtime as rt
+from vortex import testing
 
-failures = 0
-
-
-def report(ok, what, detail=""):
-    global failures
-    print(("PASS " if ok else "FAIL ") + what)
-    if not ok:
-        failures += 1
-        if detail:
-            print("    " + str(detail))
+report = testing.Tally()
 
 
 class Dev:
@@ -385,5 +376,4 @@ tensors = dict(ts["cache"], q=ts["q"], dense_kv_indptr=ts["dense_kv_indptr"],
 syms = rt.resolve_symbols(m, tensors)
 report(syms == {"rows": ROWS, "total": TOTAL, "num_blocks": NB},
        "resolve_symbols: rows / total / num_blocks", syms)
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+report.exit(summary=True)

@@ -11,7 +11,6 @@
 # topk_val, topk_ratio) knobs including bos = eos = 0 at the budget edges.
 # A hand-worked example checks the reference itself first.
 
-import sys
 
 import numpy as np
 
@@ -19,16 +18,7 @@ import vortex
 from vortex import reference as ref
 from vortex import testing
 
-failures = 0
-
-
-def report(ok, what, detail=""):
-    global failures
-    print(("PASS " if ok else "FAIL ") + what)
-    if not ok:
-        failures += 1
-        if detail:
-            print("    " + detail)
+report = testing.Tally()
 
 
 # --- The reference on a hand-worked example --------------------------------
@@ -133,4 +123,4 @@ for seed in (1, 2):
     check_exact(flow, [0, 1, 5, 6, 7, 12, 40, 90], seed,
                 label="approx_topk(tolerate_ratio = 0.1)")
 
-sys.exit(1 if failures else 0)
+report.exit()
