@@ -200,6 +200,19 @@ SHIPPED_LENGTHS = (0, 1, 2, 5, 31, 32, 33, 34, 47, 80, 200, 530)
 SIGN_CASES = ((0, 0), (-1, 1), (1, -1), (-1, -1), (1, 1))
 
 
+def print_reports(reports, label: str, limit: Optional[int] = None,
+                  out=print) -> int:
+    """One PASS/FAIL line per step report (then up to `limit` of its
+    problems, indented); returns how many steps failed."""
+    failed = 0
+    for rep in reports:
+        out(f"{'FAIL' if rep.problems else 'PASS'} {label} {rep.step}")
+        for prob in rep.problems[:limit]:
+            out("    " + prob)
+        failed += bool(rep.problems)
+    return failed
+
+
 def check_shipped_flow(path: str, sign_cases=((0, 0),), seeds=(1,),
                        lengths=SHIPPED_LENGTHS, indexer_steps: int = 2,
                        out=print) -> int:

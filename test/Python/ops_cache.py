@@ -104,13 +104,9 @@ def main():
     failures = 0
     for seed in (5, 6):
         p = testing.make_problem(flow, [0, 1, 6, 12, 40], seed=seed, spare=9)
-        for rep in testing.run_and_check(flow, p, indexer_steps=1,
-                                         flow_ref=FLOW_REF):
-            status = "FAIL" if rep.problems else "PASS"
-            print(f"{status} seed={seed} {rep.step}")
-            for prob in rep.problems:
-                print("    " + prob)
-            failures += bool(rep.problems)
+        failures += testing.print_reports(
+            testing.run_and_check(flow, p, indexer_steps=1, flow_ref=FLOW_REF),
+            f"seed={seed}")
     return failures
 
 

@@ -170,12 +170,8 @@ def main():
     for seed in (3, 4):
         p = testing.make_problem(flow, [0, 1, 2, 5, 6, 7, 12, 40, 90],
                                  seed=seed)
-        for rep in testing.run_and_check(flow, p, flow_ref=FLOW_REF):
-            status = "FAIL" if rep.problems else "PASS"
-            print(f"{status} seed={seed} {rep.step}")
-            for prob in rep.problems:
-                print("    " + prob)
-            failures += bool(rep.problems)
+        failures += testing.print_reports(
+            testing.run_and_check(flow, p, flow_ref=FLOW_REF), f"seed={seed}")
     return failures
 
 

@@ -84,13 +84,9 @@ def main():
     for q_sign, k_sign in ((0, 0), (-1, -1)):
         p = testing.make_problem(flow, [0, 1, 5, 6, 7, 12, 40], seed=8,
                                  q_sign=q_sign, k_sign=k_sign)
-        for rep in testing.run_and_check(flow, p, indexer_steps=1,
-                                         flow_ref=FLOW_REF):
-            status = "FAIL" if rep.problems else "PASS"
-            print(f"{status} q_sign={q_sign:+d} k_sign={k_sign:+d} {rep.step}")
-            for prob in rep.problems[:30]:
-                print("    " + prob)
-            failures += bool(rep.problems)
+        failures += testing.print_reports(
+            testing.run_and_check(flow, p, indexer_steps=1, flow_ref=FLOW_REF),
+            f"q_sign={q_sign:+d} k_sign={k_sign:+d}", limit=30)
     # The smallest case: one completed block whose id is past len(block_ids).
     nb = 12
     cache = {n: np.random.default_rng(0).standard_normal(s).astype(np.float32)

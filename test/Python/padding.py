@@ -111,13 +111,9 @@ def main():
     for q_sign, k_sign in testing.SIGN_CASES:
         p = testing.make_problem(flow, [0, 1, 5, 6, 7, 12, 40], seed=8,
                                  q_sign=q_sign, k_sign=k_sign)
-        for rep in testing.run_and_check(flow, p, indexer_steps=1,
-                                         flow_ref=FLOW_REF):
-            status = "FAIL" if rep.problems else "PASS"
-            print(f"{status} q_sign={q_sign:+d} k_sign={k_sign:+d} {rep.step}")
-            for prob in rep.problems[:12]:
-                print("    " + prob)
-            failures += bool(rep.problems)
+        failures += testing.print_reports(
+            testing.run_and_check(flow, p, indexer_steps=1, flow_ref=FLOW_REF),
+            f"q_sign={q_sign:+d} k_sign={k_sign:+d}", limit=12)
     return failures
 
 

@@ -26,13 +26,9 @@ failures = 0
 
 def run(flow, problem, steps, flow_ref=None, label=""):
     global failures
-    for rep in testing.run_and_check(flow, problem, indexer_steps=steps,
-                                     flow_ref=flow_ref):
-        status = "FAIL" if rep.problems else "PASS"
-        print(f"{status} {label} {rep.step}")
-        for prob in rep.problems[:10]:
-            print("    " + prob)
-        failures += bool(rep.problems)
+    failures += testing.print_reports(
+        testing.run_and_check(flow, problem, indexer_steps=steps,
+                              flow_ref=flow_ref), label, limit=10)
 
 
 # --- load / save ordering --------------------------------------------------
