@@ -56,11 +56,7 @@ int64_t mlir::vortex::nextPowerOf2(int64_t n) {
   return static_cast<int64_t>(llvm::PowerOf2Ceil(static_cast<uint64_t>(n)));
 }
 
-bool mlir::vortex::isValidVTensorElementType(Type type) {
-  return type.isBF16() || type.isF16() || type.isF32() ||
-         isa<Float8E4M3FNType, Float8E5M2Type>(type) ||
-         type.isSignlessInteger(32);
-}
+
 
 Format mlir::vortex::inferWorkloadFormat(ArrayRef<Format> inputs) {
   bool allBatched = !inputs.empty() && llvm::all_of(inputs, [](Format f) {
@@ -83,6 +79,10 @@ double mlir::vortex::neutralOf(ReduceKind kind) {
 static bool isFloatStorageType(Type type) {
   return type.isBF16() || type.isF16() || type.isF32() ||
          isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+bool mlir::vortex::isValidVTensorElementType(Type type) {
+  return isFloatStorageType(type) || type.isSignlessInteger(32);
 }
 
 //===----------------------------------------------------------------------===//

@@ -59,10 +59,6 @@ struct TensorRecord {
 struct Gen : ScalarBuilder {
   Gen(OpBuilder &b, Location loc) : ScalarBuilder(b, loc) {}
 
-  Value boolean(bool v) {
-    return arith::ConstantOp::create(b, loc, b.getBoolAttr(v));
-  }
-
   /// Storage element -> f32.
   Value toF32(Value v) {
     Type t = v.getType();
@@ -121,10 +117,6 @@ struct Gen : ScalarBuilder {
 
 /// The computed (padded once padding is explicit) inner extent of `t`.
 int64_t computeExtent(VTensorType t, unsigned dim);
-
-/// Storage element type of a flow tensor on the GPU (the type's own, i32
-/// for index tensors).
-Type storageType(VTensorType t);
 
 /// The dtype name the manifest uses ("bf16", "f16", "f32", "f8E4M3FN",
 /// "f8E5M2", "i32").

@@ -82,7 +82,6 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   Value input = op->getOperand(0);
   Value result = op->getResult(0);
   auto inType = cast<VTensorType>(input.getType());
-  auto outType = cast<VTensorType>(result.getType());
   std::string inBuf = ctx.bufferOf.lookup(input);
   if (inBuf.empty())
     return op->emitOpError("reads a value that no buffer holds");
@@ -243,7 +242,6 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   rec.reads = {"dense_kv_indptr", inBuf};
   rec.writes = {outBuf};
   ctx.kernels.push_back(rec);
-  (void)outType;
   return success();
 }
 
@@ -411,7 +409,6 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   Value keys = func.addWorkgroupAttribution(keysType, loc);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
-  Value rows = g.toIndex(func.getArgument(2));
   Value score = func.getArgument(3);
   Value sparsePtr = func.getArgument(4), sparse = func.getArgument(5);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -508,7 +505,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                       });
               gpu::BarrierOp::create(y.b, y.loc);
               // Bitonic sort, descending.
-              auto outer = scf::WhileOp::create(
+              scf::WhileOp::create(
                   y.b, y.loc, TypeRange{y.b.getIndexType()},
                   ValueRange{y.idx(2)},
                   [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -576,7 +573,6 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                         });
                     scf::YieldOp::create(nb, l, w.mul(size, w.idx(2)));
                   });
-              (void)outer;
               strided(y, y.idx(0), k, tid, kTopKThreads, {},
                       [&](Gen &z, Value j, ValueRange) -> SmallVector<Value> {
                         Value key = memref::LoadOp::create(z.b, z.loc, keys,
@@ -648,7 +644,6 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
         return {};
       });
   gpu::ReturnOp::create(b, loc);
-  (void)rows;
 
   KernelRecord rec;
   rec.name = name.str();

@@ -26,10 +26,6 @@ int64_t mlir::vortex::gpugen::computeExtent(VTensorType t, unsigned dim) {
                                 : t.getInner(dim);
 }
 
-Type mlir::vortex::gpugen::storageType(VTensorType t) {
-  return t.getElementType();
-}
-
 std::string mlir::vortex::gpugen::dtypeName(Type t) {
   if (t.isBF16())
     return "bf16";

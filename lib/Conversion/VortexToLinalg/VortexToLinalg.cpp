@@ -89,7 +89,6 @@ public:
   /// The domain of the body: the ragged extent and its paged block ids; on
   /// the indexer side also the CSR and each position's row.
   Value raggedExtent, blockIds, indptr, rowOf, numRows;
-  bool indexerSide = false;
 
   /// Field tensors as updated so far (written back at the end).
   DenseMap<Value, Value> fieldState;
@@ -353,7 +352,7 @@ private:
   /// Per-channel scan over the scored range of each row (softmax, L2
   /// normalize, causal conv1d). Positions outside the range, and rows that
   /// need no selection, hold 0.
-  Value segmentOp(Operation *op, Value input, VTensorType resultType,
+  Value segmentOp(VTensorType resultType,
                   function_ref<Value(Emitter &, Segment &, Value s, Value i,
                                      Value j)>
                       compute) {
@@ -409,13 +408,8 @@ private:
                         y.b.getIndexAttr(1), y.b.getIndexAttr(d0),
                         y.b.getIndexAttr(d1)};
                     SmallVector<OpFoldResult> strides(3, y.b.getIndexAttr(1));
-                    Value row;
-                    if (value) {
-                      row = tensor::ExtractSliceOp::create(
-                          y.b, y.loc, value, offs, sizes, strides);
-                    } else {
-                      return acc[0];
-                    }
+                    Value row = tensor::ExtractSliceOp::create(
+                        y.b, y.loc, value, offs, sizes, strides);
                     return Value(tensor::InsertSliceOp::create(
                         y.b, y.loc, row, acc[0], dstOffs, sizes, strides));
                   },
@@ -552,7 +546,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         Value input = operandIn(sm.getInput(), Format::Ragged);
         double scale = sm.getScale().convertToDouble();
         setResult(segmentOp(
-            op, input, resultType(),
+            resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               Value m = foldSegment(
                   x, input, seg.lo, seg.hi, i, j, x.f32(kMaskNegative),
@@ -575,7 +569,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
       .Case<NormalizeOp>([&](NormalizeOp nm) {
         Value input = operandIn(nm.getInput(), Format::Ragged);
         setResult(segmentOp(
-            op, input, resultType(),
+            resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               Value ss = foldSegment(x, input, seg.lo, seg.hi, i, j,
                                      x.f32(0.0),
@@ -607,7 +601,7 @@ LogicalResult BodyLowering::lower(Operation *op) {
         Value weight = arith::ConstantOp::create(
             b, loc, DenseElementsAttr::get(paddedType, ArrayRef<float>(padded)));
         setResult(segmentOp(
-            op, input, resultType(),
+            resultType(),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               // Taps k with s - k >= lo (zero before the segment start).
               Value count = x.minI(x.idx(taps),
@@ -1078,7 +1072,6 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow) {
   size_t numCache = flow.getCacheTensorNames().size();
 
   BodyLowering lowering(b, loc, flow.getConfig());
-  lowering.indexerSide = true;
   lowering.indptr = toTensor(b, loc, args[1 + numCache], false);
   lowering.blockIds = toTensor(b, loc, args[2 + numCache], false);
   lowering.sparseIndptr = toTensor(b, loc, args[3 + numCache], true);
