@@ -64,6 +64,9 @@ Value combineReduction(ScalarBuilder &s, ReduceKind kind, Value acc, Value x);
 /// divides by it, l2norm takes the root).
 Value finishReduction(ScalarBuilder &s, ReduceKind kind, Value acc,
                       Value count);
+/// The flow's per-row budget for a row of `n` (index) blocks:
+/// max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio)).
+Value emitRowBudget(ScalarBuilder &s, FlowConfigAttr config, Value n);
 /// A unary elementwise op on one f32.
 Value emitUnary(ScalarBuilder &s, UnaryKind kind, Value x, double alpha,
                 double beta);

@@ -120,6 +120,22 @@ Value mlir::vortex::finishReduction(ScalarBuilder &s, ReduceKind kind,
   return acc;
 }
 
+Value mlir::vortex::emitRowBudget(ScalarBuilder &s, FlowConfigAttr config,
+                                  Value n) {
+  int64_t fixed = config.getTopkVal() + config.getReservedBos() +
+                  config.getReservedEos();
+  Value nf = arith::UIToFPOp::create(s.b, s.loc, s.b.getF64Type(),
+                                     s.toI32(n));
+  Value scaled = arith::MulFOp::create(
+      s.b, s.loc, nf,
+      arith::ConstantOp::create(
+          s.b, s.loc,
+          s.b.getF64FloatAttr(config.getTopkRatio().getValueAsDouble())));
+  Value dynamic = s.toIndex(
+      arith::FPToSIOp::create(s.b, s.loc, s.b.getI32Type(), scaled));
+  return s.maxI(s.idx(fixed), dynamic);
+}
+
 Value mlir::vortex::emitUnary(ScalarBuilder &s, UnaryKind kind, Value x,
                               double alpha, double beta) {
   switch (kind) {

@@ -27,18 +27,7 @@ RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r) {
   info.start = g.toIndex(g.load(indptr, r));
   info.end = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
   info.n = g.sub(info.end, info.start);
-  int64_t fixed =
-      cfg.getTopkVal() + cfg.getReservedBos() + cfg.getReservedEos();
-  Value nf =
-      arith::UIToFPOp::create(g.b, g.loc, g.b.getF64Type(), g.toI32(info.n));
-  Value scaled = arith::MulFOp::create(
-      g.b, g.loc, nf,
-      arith::ConstantOp::create(
-          g.b, g.loc,
-          g.b.getF64FloatAttr(cfg.getTopkRatio().getValueAsDouble())));
-  Value dyn = g.toIndex(
-      arith::FPToSIOp::create(g.b, g.loc, g.b.getI32Type(), scaled));
-  info.budget = g.maxI(g.idx(fixed), dyn);
+  info.budget = emitRowBudget(g, cfg, info.n);
   info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
   info.lo = g.add(info.start, g.idx(cfg.getReservedBos()));
   info.hi = g.sub(info.end, g.idx(cfg.getReservedEos()));

@@ -705,9 +705,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
                       g.add(g.mul(warp, g.idx(itemsPerWarp)), itemInWarp));
 
   FlowConfigAttr cfg = ctx.config;
-  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  int64_t fixed = cfg.getTopkVal() + bos + eos;
-  double ratio = cfg.getTopkRatio().getValueAsDouble();
+  int64_t eos = cfg.getReservedEos();
 
   // The per-row part of the kernel: ops whose operands are all batched
   // (q and what is derived from it alone, e.g. the mean over heads). When it
@@ -999,14 +997,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
           Value start = rowStart(y, r);
           Value end = rowStart(y, y.add(r, y.idx(1)));
           Value n = y.sub(end, start);
-          Value nf =
-              arith::UIToFPOp::create(b, loc, b.getF64Type(), y.toI32(n));
-          Value scaled = arith::MulFOp::create(
-              b, loc, nf,
-              arith::ConstantOp::create(b, loc, b.getF64FloatAttr(ratio)));
-          Value dyn = y.toIndex(
-              arith::FPToSIOp::create(b, loc, b.getI32Type(), scaled));
-          Value bud = y.maxI(y.idx(fixed), dyn);
+          Value bud = emitRowBudget(y, cfg, n);
           Value active = y.andI(
               valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
                             y.lt(sc, y.sub(end, y.idx(eos)))));

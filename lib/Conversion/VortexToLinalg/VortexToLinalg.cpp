@@ -114,19 +114,7 @@ public:
   }
 
   /// Budget of a row of `n` blocks: max(topk + bos + eos, int(n * ratio)).
-  Value budget(Emitter &x, Value n) {
-    int64_t fixed = config.getTopkVal() + config.getReservedBos() +
-                    config.getReservedEos();
-    double ratio = config.getTopkRatio().getValueAsDouble();
-    Value nf = arith::SIToFPOp::create(x.b, x.loc, b.getF64Type(),
-                                       x.toI32(n));
-    Value scaled = arith::MulFOp::create(
-        x.b, x.loc, nf,
-        arith::ConstantOp::create(x.b, x.loc, x.b.getF64FloatAttr(ratio)));
-    Value dyn = x.toIndex(arith::FPToSIOp::create(x.b, x.loc,
-                                                  x.b.getI32Type(), scaled));
-    return x.maxI(x.idx(fixed), dyn);
-  }
+  Value budget(Emitter &x, Value n) { return emitRowBudget(x, config, n); }
 
   /// Row bounds [start, end) of row r in the dense CSR.
   std::pair<Value, Value> rowBounds(Emitter &x, Value r) {
