@@ -303,6 +303,23 @@ Value keepOf(Gen &g, Value mine, Value other, bool lower, Value desc) {
   return lower ? g.select(desc, big, small) : g.select(desc, small, big);
 }
 
+/// One bitonic compare-exchange in shared memory: pair `t` of a stage is
+/// (i, i + stride) with i = 2 * stride * (t / stride) + t % stride, so every
+/// thread works; blocks of `size` alternate direction.
+void compareExchange(Gen &g, Value keys, Value t, Value stride, Value size) {
+  Value low = arith::AndIOp::create(g.b, g.loc, t, g.sub(stride, g.idx(1)));
+  Value i = g.add(g.mul(g.sub(t, low), g.idx(2)), low);
+  Value j = g.add(i, stride);
+  Value a0 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{i});
+  Value a1 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{j});
+  Value desc = g.cmpI(arith::CmpIPredicate::eq,
+                      arith::AndIOp::create(g.b, g.loc, i, size), g.idx(0));
+  memref::StoreOp::create(g.b, g.loc, keepOf(g, a0, a1, true, desc), keys,
+                          ValueRange{i});
+  memref::StoreOp::create(g.b, g.loc, keepOf(g, a1, a0, false, desc), keys,
+                          ValueRange{j});
+}
+
 void emitRegisterBitonic(Gen &g, Value keys, Value tid,
                          function_ref<Value(Gen &, Value)> keyAt) {
   Value lane = g.remU(tid, g.idx(32));
@@ -327,19 +344,8 @@ void emitRegisterBitonic(Gen &g, Value keys, Value tid,
       if (stride >= 64) {
         if (inRegs)
           toShared();
-        // One pair per thread: t -> i = 2 * stride * (t / stride) + t % stride.
-        Value low = arith::AndIOp::create(g.b, g.loc, tid, g.idx(stride - 1));
-        Value i = g.add(g.mul(g.sub(tid, low), g.idx(2)), low);
-        Value j = g.add(i, g.idx(stride));
-        Value a0 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{i});
-        Value a1 = memref::LoadOp::create(g.b, g.loc, keys, ValueRange{j});
-        Value desc = g.cmpI(arith::CmpIPredicate::eq,
-                            arith::AndIOp::create(g.b, g.loc, i, g.idx(size)),
-                            g.idx(0));
-        memref::StoreOp::create(g.b, g.loc, keepOf(g, a0, a1, true, desc),
-                                keys, ValueRange{i});
-        memref::StoreOp::create(g.b, g.loc, keepOf(g, a1, a0, false, desc),
-                                keys, ValueRange{j});
+        // 1024 threads, 1024 pairs: one compare-exchange each.
+        compareExchange(g, keys, tid, g.idx(stride), g.idx(size));
         gpu::BarrierOp::create(g.b, g.loc);
         continue;
       }
@@ -519,41 +525,11 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                         [&](OpBuilder &nb2, Location l2, ValueRange c) {
                           Gen w2{nb2, l2};
                           Value stride = c[0];
-                          // One compare-exchange per pair (i, i + stride):
-                          // pair t -> i = 2 * stride * (t / stride) +
-                          // t % stride, so every thread works.
-                          Value half = w2.divU(P, w2.idx(2));
-                          Value mask = w2.sub(stride, w2.idx(1));
-                          strided(w2, w2.idx(0), half, tid, kTopKThreads, {},
+                          strided(w2, w2.idx(0), w2.divU(P, w2.idx(2)), tid,
+                                  kTopKThreads, {},
                                   [&](Gen &z, Value t, ValueRange)
                                       -> SmallVector<Value> {
-                                    Value low = arith::AndIOp::create(
-                                        z.b, z.loc, t, mask);
-                                    Value high = z.sub(t, low);
-                                    Value i = z.add(z.mul(high, z.idx(2)),
-                                                    low);
-                                    Value j = z.add(i, stride);
-                                    Value a0 = memref::LoadOp::create(
-                                        z.b, z.loc, keys, ValueRange{i});
-                                    Value a1 = memref::LoadOp::create(
-                                        z.b, z.loc, keys, ValueRange{j});
-                                    Value desc = z.cmpI(
-                                        arith::CmpIPredicate::eq,
-                                        arith::AndIOp::create(z.b, z.loc, i,
-                                                              size),
-                                        z.idx(0));
-                                    // Descending blocks keep the larger key
-                                    // first, ascending ones the smaller.
-                                    Value big = arith::MaxUIOp::create(
-                                        z.b, z.loc, a0, a1);
-                                    Value small = arith::MinUIOp::create(
-                                        z.b, z.loc, a0, a1);
-                                    memref::StoreOp::create(
-                                        z.b, z.loc, z.select(desc, big, small),
-                                        keys, ValueRange{i});
-                                    memref::StoreOp::create(
-                                        z.b, z.loc, z.select(desc, small, big),
-                                        keys, ValueRange{j});
+                                    compareExchange(z, keys, t, stride, size);
                                     return {};
                                   });
                           gpu::BarrierOp::create(nb2, l2);
