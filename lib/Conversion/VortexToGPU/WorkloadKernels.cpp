@@ -102,7 +102,12 @@ private:
   }
 
   TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch);
-  TileRef loadRowCached(Value value, ArrayRef<Value> cached);
+  /// The tile a loaded value gets: distributed when its columns spread
+  /// evenly over the group's lanes.
+  TileRef loadedLayout(VTensorType type) {
+    return makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+  }
+  TileRef tileFromRows(Value value, ArrayRef<Value> rows);
   SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
                                     const Tile &shape, Type storage,
                                     bool isScratch);
@@ -184,14 +189,14 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
   return rows;
 }
 
-TileRef TileKernel::loadRowCached(Value value, ArrayRef<Value> cached) {
-  VTensorType type = cast<VTensorType>(value.getType());
-  TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
-  SmallVector<Value> rows(cached.begin(), cached.end());
-  t->at = [this, rows](int64_t r, int64_t e) {
+/// A tile over already loaded row vectors (storage type, widened to f32 at
+/// each use).
+TileRef TileKernel::tileFromRows(Value value, ArrayRef<Value> rows) {
+  TileRef t = loadedLayout(cast<VTensorType>(value.getType()));
+  SmallVector<Value> vectors(rows.begin(), rows.end());
+  t->at = [this, vectors](int64_t r, int64_t e) {
     Gen g = gen();
-    Value v = vector::ExtractOp::create(g.b, g.loc, rows[r], e);
-    return g.toF32(v);
+    return g.toF32(vector::ExtractOp::create(g.b, g.loc, vectors[r], e));
   };
   return t;
 }
@@ -200,16 +205,10 @@ TileRef TileKernel::loadRowCached(Value value, ArrayRef<Value> cached) {
 /// row), loaded now.
 TileRef TileKernel::loadTile(Value value, Value memref, Value rowBase,
                              bool isScratch) {
-  VTensorType type = cast<VTensorType>(value.getType());
-  TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+  TileRef shape = loadedLayout(cast<VTensorType>(value.getType()));
   Type storage = cast<MemRefType>(memref.getType()).getElementType();
-  SmallVector<Value> rows =
-      loadRowVectors(memref, rowBase, *t, storage, isScratch);
-  t->at = [this, rows](int64_t r, int64_t e) {
-    Gen g = gen();
-    return g.toF32(vector::ExtractOp::create(g.b, g.loc, rows[r], e));
-  };
-  return t;
+  return tileFromRows(value, loadRowVectors(memref, rowBase, *shape, storage,
+                                            isScratch));
 }
 
 /// Every (r, e) element of a tile, in row-major order.
@@ -752,12 +751,12 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       std::string buf = ctx.bufferOf.lookup(v);
       Value memref = buffers.lookup(StringRef(buf));
       auto type = cast<VTensorType>(v.getType());
-      TileRef shape = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+      TileRef shape = loadedLayout(type);
       rowVectors[v] = loadRowVectors(
           memref, row, *shape,
           cast<MemRefType>(memref.getType()).getElementType(),
           ctx.tensors[buf].role == "scratch");
-      tiles[v] = loadRowCached(v, rowVectors[v]);
+      tiles[v] = tileFromRows(v, rowVectors[v]);
     }
     for (Operation *op : rowOps) {
       TileRef t = lower(op);
@@ -908,7 +907,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     for (Value v : inputs)
       if (!isBatched(v)) {
         auto type = cast<VTensorType>(v.getType());
-        TileRef t = makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+        TileRef t = loadedLayout(type);
         perItem += regsOf(v, *t);
       }
     int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
@@ -1034,7 +1033,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
             unsigned at = 0;
             for (auto &[v, shape] : rowShapes) {
               if (inputs.contains(v)) {
-                item.rowTiles[v] = loadRowCached(
+                item.rowTiles[v] = tileFromRows(
                     v, ArrayRef<Value>(carry).slice(at, shape->d0));
                 at += shape->d0;
                 continue;
