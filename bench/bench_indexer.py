@@ -72,10 +72,11 @@ import torch  # noqa: E402
 from vortex import reference as npref  # noqa: E402
 from vortex import runtime  # noqa: E402
 from vortex import torch_reference as tr  # noqa: E402
+from vortex.manifest import DTYPES, Manifest, budget  # noqa: E402
 
-_TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16,
-                 "f32": torch.float32, "f8E4M3FN": torch.float8_e4m3fn,
-                 "f8E5M2": torch.float8_e5m2, "i32": torch.int32}
+
+def _torch_dtype(name: str) -> torch.dtype:
+    return getattr(torch, DTYPES[name][0])
 
 
 # ---------------------------------------------------------------------------
@@ -117,7 +118,7 @@ def l2_bytes() -> int:
 # Byte counts
 # ---------------------------------------------------------------------------
 
-def score_floor_bytes(m: runtime.Manifest, score_kernels: Sequence[str],
+def score_floor_bytes(m: Manifest, score_kernels: Sequence[str],
                       R: int, P: int) -> int:
     reads: List[str] = []
     for k in m.kernels("indexer", score_kernels):
@@ -156,7 +157,7 @@ class Sets:
     """Rotating input sets over one pool; set i uses pool blocks
     [i*T, (i+1)*T)."""
 
-    def __init__(self, m: runtime.Manifest, flow, cfg: npref.Config, R: int,
+    def __init__(self, m: Manifest, flow, cfg: npref.Config, R: int,
                  n: int, n_sets: int, need: Sequence[str], layout: str,
                  seed: int = 0):
         dev = torch.device("cuda")
@@ -170,9 +171,9 @@ class Sets:
             if name not in need:
                 continue
             self.cache[name] = torch.randn(shape, generator=g, device=dev).to(
-                _TORCH_DTYPES[dt])
+                _torch_dtype(dt))
         self.sets = []
-        qd = _TORCH_DTYPES[m.tensors["q"].dtype]
+        qd = _torch_dtype(m.tensors["q"].dtype)
         for i in range(n_sets):
             if layout == "random":
                 ids = torch.randperm(T, generator=g, device=dev) + i * T
@@ -188,9 +189,16 @@ class Sets:
 
 
 def run_ours(flow, S: Sets, i: int, kernels=None) -> None:
+    """Our indexer step (or the kernel subset) through the runtime: the
+    timed kernels are the op's; k and v, which no indexer kernel reads, are
+    not allocated."""
     s = S.sets[i]
-    flow.indexer(s["q"], S.cache, s["indptr"], s["indices"], s["sp"], s["si"],
-                 kernels=kernels)
+    flow.run_step("indexer", dict(S.cache, q=s["q"],
+                                  dense_kv_indptr=s["indptr"],
+                                  dense_kv_indices=s["indices"],
+                                  sparse_kv_indptr=s["sp"],
+                                  sparse_kv_indices=s["si"]),
+                  kernels=kernels)
 
 
 def graph_of(fn_step: Callable[[int], None], K: int, n_sets: int):
@@ -271,7 +279,7 @@ def main(argv=None) -> int:
     paths = sorted(glob.glob(os.path.join(args.artifacts, "*.manifest.json")))
     selected = []
     for p in paths:
-        m = runtime.Manifest.from_file(p)
+        m = Manifest.from_file(p)
         try:
             tf = tr.resolve_flow(m.flow)
         except KeyError:
@@ -303,18 +311,17 @@ def main(argv=None) -> int:
         for B in args.batch:
             R = B * args.heads
             n = args.blocks
-            budget = max(cfg.topk_val + cfg.bos + cfg.eos,
-                         int(n * cfg.topk_ratio))
-            needs = n > budget
+            kept = budget(m.config, n)
+            needs = n > kept
             P = R * (n - cfg.bos - cfg.eos) if needs else 0
-            Ssel = R * (budget if needs else n)
+            Ssel = R * (kept if needs else n)
             sfloor = score_floor_bytes(m, score_k, R, P)
             tfloor = topk_floor_bytes(R, P, Ssel)
             set_bytes = sfloor + tfloor
             n_sets = max(2, min(64, math.ceil(2 * l2 / max(set_bytes, 1))))
             K = max(args.steps, n_sets)
             S = Sets(m, flow, cfg, R, n, n_sets, need, args.layout)
-            print(f"  B={B} rows={R} n={n} budget={budget}: {n_sets} rotating "
+            print(f"  B={B} rows={R} n={n} budget={kept}: {n_sets} rotating "
                   f"sets of {set_bytes / 2 ** 20:.1f} MiB, {K} steps per run")
 
             # sanity: our selection vs the reference on set 0

@@ -8,7 +8,8 @@
 #     mlir-tblgen, mlir-opt, FileCheck, not and lit (/usr/lib/llvm-22/bin/lit);
 #   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
 #     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
-#   - python3 with numpy (for the tests that use it).
+#   - python3 with numpy and torch 2.13.0 (pip's wheel, the CPU build
+#     is enough), for the tests that use them.
 # `apt-get update` runs only when a package has to be installed. Uses sudo
 # only when not root.
 #
@@ -17,6 +18,7 @@ set -euo pipefail
 
 LLVM_VERSION=22
 CMAKE_MIN_VERSION=3.20
+TORCH_VERSION=2.13.0
 
 log() { echo "[setup] $*" >&2; }
 die() { echo "[setup] error: $*" >&2; exit 1; }
@@ -99,6 +101,16 @@ if ! python3 -c 'import numpy' >/dev/null 2>&1; then
   python3 -m pip install --quiet numpy 2>/dev/null || apt_install python3-numpy
   python3 -c 'import numpy' >/dev/null 2>&1 \
     || die "numpy is not importable by $(command -v python3)"
+fi
+
+# torch (the torch-op tests, test/Python/torch_*.py): pip's wheel, pinned.
+if ! python3 -c 'import torch' >/dev/null 2>&1; then
+  log "installing torch==${TORCH_VERSION} for $(command -v python3)"
+  python3 -m pip install --quiet "torch==${TORCH_VERSION}" \
+    || die "cannot install torch==${TORCH_VERSION} with pip (an externally" \
+           "managed Python needs a virtual environment)"
+  python3 -c 'import torch' >/dev/null 2>&1 \
+    || die "torch is not importable by $(command -v python3)"
 fi
 
 #--- Check -------------------------------------------------------------------

@@ -60,9 +60,11 @@ for _cuda in [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_ROOT",
         config.available_features.add("cuda-toolkit")
         config.substitutions.append(("%cuda_path", _cuda))
         break
-# numpy as %python sees it (lit itself may run under another Python).
+# numpy and torch as %python sees them (lit itself may run under another
+# Python).
 _python = config.python_executable or shutil.which("python3")
-if _python and subprocess.run([_python, "-c", "import numpy"],
-                              stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode == 0:
-    config.available_features.add("numpy")
+for _module in ("numpy", "torch"):
+    if _python and subprocess.run([_python, "-c", f"import {_module}"],
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL).returncode == 0:
+        config.available_features.add(_module)

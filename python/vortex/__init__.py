@@ -1,19 +1,27 @@
-"""Python binding of the vortex compile-and-run API (CPU path).
+"""Vortex: compiled decode-time sparse-attention flows.
 
     >>> import vortex
-    >>> flow = vortex.compile_flow("examples/block_sparse_attention.mlir")
-    >>> flow.cache_step(cache, block_ids)                  # in place
-    >>> indptr, indices = flow.indexer(q, cache, dense_indptr, dense_indices)
+    >>> flow = vortex.load(vortex.compile("examples/block_sparse_attention.mlir",
+    ...                                   target="cpu"))
+    >>> flow.cache_step(cache, block_ids)             # torch op, in place
+    >>> sparse_indptr, sparse_indices = flow.indexer(q, cache, indptr, indices)
 
-`compile_flow` lowers a `vortex.flow` through vortex-opt (the CPU pipeline),
-mlir-translate, llc and the C compiler into a shared object and loads it;
-the returned `CompiledFlow` validates every argument before calling in.
-`vortex.reference` is an independent float64 numpy model of the same
-semantics (docs/contract.md).
+`compile` runs `vortex-compile` (artifacts + manifest, cached by content);
+`load` reads a manifest and registers one torch op per step under
+`torch.ops.vortex` (CPU impl: the shared object; CUDA impl: the cubin).
+`compile_flow` is the numpy API of the CPU path; `vortex.reference` is an
+independent float64 numpy model of the semantics (docs/contract.md).
 """
 
-from .cpu import (CompiledFlow, FlowInfo, VortexCompileError, compile_flow,
-                  find_tool, parse_flow)
+from .compiler import VortexCompileError, compile, find_tool
+from .cpu import CompiledFlow, FlowInfo, compile_flow
 
-__all__ = ["CompiledFlow", "FlowInfo", "VortexCompileError", "compile_flow",
-           "find_tool", "parse_flow"]
+
+def load(manifest_path, device=None):
+    """A compiled flow as torch ops (see `vortex.ops.Flow`)."""
+    from .ops import load as _load
+    return _load(manifest_path, device)
+
+
+__all__ = ["CompiledFlow", "FlowInfo", "VortexCompileError", "compile",
+           "compile_flow", "find_tool", "load"]

@@ -3,11 +3,12 @@ numpy reference.
 
     PYTHONPATH=python python3 -m vortex.demo [examples/<flow>.mlir] [--seed N]
 
-Compiles the flow (vortex-opt -> mlir-translate -> llc -> cc), builds a
-random pool (k, v ~ N(0, 1)) and ragged rows (one within budget, one of a
-single block, the others 40-80 blocks, over the shipped budget of 32), runs
-the cache step on every block of the rows and then one indexer step, and
-prints each row's selected blocks next to the reference's.
+Compiles the flow (`vortex-compile --target=cpu`: lib<flow>.so and its
+manifest, cached by content), builds a random pool (k, v ~ N(0, 1)) and
+ragged rows (one within budget, one of a single block, the others 40-80
+blocks, over the shipped budget of 32), runs the cache step on every block
+of the rows and then one indexer step, and prints each row's selected
+blocks next to the reference's.
 """
 
 from __future__ import annotations

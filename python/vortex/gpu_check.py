@@ -48,7 +48,8 @@ import numpy as np
 import torch
 
 from . import reference as npref
-from . import runtime
+from . import ops as vortex_ops
+from .manifest import DTYPES, Manifest
 from . import torch_reference as tr
 
 POISON = -7
@@ -58,14 +59,8 @@ TIE_RTOL = 1e-3
 TIE_ATOL_SCALE = 1e-5
 MAX_PROBLEMS_SHOWN = 6
 
-_TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16,
-                 "f32": torch.float32, "f8E4M3FN": torch.float8_e4m3fn,
-                 "f8E5M2": torch.float8_e5m2, "i32": torch.int32,
-                 "i64": torch.int64}
-
-
 def torch_dtype(name: str) -> torch.dtype:
-    return _TORCH_DTYPES[name]
+    return getattr(torch, DTYPES[name][0])
 
 
 # ---------------------------------------------------------------------------
@@ -101,7 +96,7 @@ def row_lengths(cfg: npref.Config, rows: int, rng: np.random.Generator
 
 
 class Problem:
-    def __init__(self, m: runtime.Manifest, tflow: tr.TorchFlow,
+    def __init__(self, m: Manifest, tflow: tr.TorchFlow,
                  cfg: npref.Config, rows: int, seed: int, device,
                  spare: int = 37):
         rng = np.random.default_rng(seed)
@@ -306,10 +301,10 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def check_flow(path: str, args, device, loader=None) -> FlowResult:
-    """Check one manifest's flow; `loader(path, prefer=...)` defaults to
-    vortex.runtime.load (tests substitute a fake)."""
-    m = runtime.Manifest.from_file(path)
+def check_flow(path: str, args, device) -> FlowResult:
+    """Check one manifest's flow through its torch ops (the public path:
+    `vortex.load`, the native launcher when built)."""
+    m = Manifest.from_file(path)
     res = FlowResult(m.flow)
     try:
         tflow = tr.resolve_flow(m.flow)
@@ -329,11 +324,13 @@ def check_flow(path: str, args, device, loader=None) -> FlowResult:
                                 f"reference {(r, c)}")
     if res.problems:
         return res
-    flow = (loader or runtime.load)(path, prefer=args.prefer)
+    os.environ["VORTEX_GPU_PREFER"] = args.prefer
+    flow = vortex_ops.load(path, device.index)
     res.notes.append(f"G={cfg.group_size} D={cfg.head_dim} "
                      f"bs={cfg.block_size} topk_val={cfg.topk_val} "
-                     f"loaded {os.path.basename(flow.loaded_from)}")
-    info = flow.kernel_info()
+                     f"loaded {os.path.basename(flow.runtime.loaded_from)}, "
+                     f"CUDA impl {flow._indexer.cuda_impl}")
+    info = flow.runtime.kernel_info()
     res.notes.append("kernels: " + ", ".join(
         f"{k}(regs {v['num_regs']}, smem {v['static_smem']}+{v['shared_bytes']}"
         + (f", SPILL {v['local_bytes']}B" if v['local_bytes'] else "") + ")"
@@ -360,10 +357,7 @@ def check_flow(path: str, args, device, loader=None) -> FlowResult:
                          f"{nel} elements compared")
         # -- indexer step(s) --------------------------------------------
         saves = any(m.tensors[w].role == "cache"
-                    for k in m.steps["indexer"] for w in k.writes) or \
-            tflow.name in ("running_avg_block_sparse",
-                           "h2o_token_sparse_attention",
-                           "gqa_h2o_token_sparse_attention")
+                    for w in m.steps["indexer"].writes)
         for step in range(2 if saves else 1):
             q = P.new_q()
             sp = torch.full((rows + 1,), POISON, dtype=torch.int32,
@@ -510,7 +504,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         name = os.path.basename(path)[:-len(".manifest.json")]
         if args.flows:
             try:
-                fname = runtime.Manifest.from_file(path).flow
+                fname = Manifest.from_file(path).flow
             except Exception:  # noqa: BLE001
                 fname = name
             if fname not in args.flows and name not in args.flows:

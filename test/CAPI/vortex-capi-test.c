@@ -7,9 +7,12 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/RegisterEverything.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void printToStdout(MlirStringRef str, void *userData) {
   (void)userData;
@@ -123,11 +126,176 @@ static void testRegistry(void) {
   mlirContextDestroy(ctx);
 }
 
+/// block_sparse_attention (examples/block_sparse_attention.mlir).
+static const char *kFlow =
+    "!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>\n"
+    "!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>\n"
+    "!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>\n"
+    "!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>\n"
+    "!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>\n"
+    "!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>\n"
+    "!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>\n"
+    "vortex.flow @block_sparse_attention\n"
+    "    config = #vortex.config<block_size = 16, page_size = 16,\n"
+    "        head_dim = 128, group_size = 8, topk_val = 29,\n"
+    "        topk_ratio = 6.250000e-02 : f64, reserved_bos = 1,\n"
+    "        reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>\n"
+    "    fields(centroids = [1, 128])\n"
+    "cache(%k: !kv, %v: !kv, %centroids: !c) {\n"
+    "  %c = vortex.mean %k {dim = 1 : i64} : !kv -> !cr\n"
+    "  vortex.write %c into %centroids : !cr into !c\n"
+    "}\n"
+    "indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {\n"
+    "  %q_mean = vortex.mean %q {dim = 1 : i64} : !q -> !qm\n"
+    "  %score = vortex.gemm %q_mean, %centroids : (!qm, !c) -> !s\n"
+    "  TOPK\n"
+    "}\n";
+
+/// kFlow with TOPK replaced by `topk` (the empty string drops the selection).
+static MlirModule parseFlow(MlirContext ctx, const char *topk) {
+  static char buf[4096];
+  const char *at = strstr(kFlow, "TOPK");
+  snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - kFlow), kFlow, topk,
+           at + strlen("TOPK"));
+  return mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(buf));
+}
+
+static const char *kTopk = "vortex.topk %score into %o : !s into !o";
+
+/// Runs `pipeline` (textual, anchored on builtin.module) on a fresh parse of
+/// the flow and prints the result.
+static void lower(MlirContext ctx, const char *pipeline) {
+  MlirModule module = parseFlow(ctx, kTopk);
+  if (mlirModuleIsNull(module)) {
+    fprintf(stdout, "parse failed\n");
+    exit(1);
+  }
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  MlirLogicalResult parsed = mlirParsePassPipeline(
+      mlirPassManagerGetAsOpPassManager(pm),
+      mlirStringRefCreateFromCString(pipeline), printToStdout, NULL);
+  if (mlirLogicalResultIsFailure(parsed)) {
+    fprintf(stdout, "\npipeline parse failed\n");
+    exit(1);
+  }
+  MlirOperation op = mlirModuleGetOperation(module);
+  MlirLogicalResult ran = mlirPassManagerRunOnOp(pm, op);
+  fprintf(stdout, "lowered=%d\n", mlirLogicalResultIsSuccess(ran));
+  mlirOperationPrint(op, printToStdout, NULL);
+  fprintf(stdout, "\n");
+  mlirPassManagerDestroy(pm);
+  mlirModuleDestroy(module);
+}
+
+/// Parses, verifies and lowers a vortex.flow with nothing but the C API.
+static void testFlow(void) {
+  // CHECK-LABEL: testFlow
+  fprintf(stdout, "testFlow\n");
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  vortexRegisterDialects(registry);
+  MlirContext ctx = mlirContextCreate();
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  mlirContextAttachDiagnosticHandler(ctx, printDiagnostic, NULL, NULL);
+  vortexRegisterPasses();
+
+  // A flow in a builtin.module: vortex.flow is a symbol, and its verifier
+  // checks that the module is a symbol table (a trait TypeID shared with
+  // libMLIR.so).
+  // CHECK-NOT: diagnostic
+  // CHECK: parsed=1 verified=1
+  MlirModule module = parseFlow(ctx, kTopk);
+  if (mlirModuleIsNull(module)) {
+    fprintf(stdout, "parse failed\n");
+    exit(1);
+  }
+  MlirOperation moduleOp = mlirModuleGetOperation(module);
+  fprintf(stdout, "parsed=1 verified=%d\n", mlirOperationVerify(moduleOp));
+
+  // MLIR's own C API code sees the same trait.
+  // CHECK: lookup: vortex.flow
+  MlirSymbolTable symbols = mlirSymbolTableCreate(moduleOp);
+  if (mlirSymbolTableIsNull(symbols)) {
+    fprintf(stdout, "builtin.module is not a symbol table\n");
+    exit(1);
+  }
+  MlirOperation flow = mlirSymbolTableLookup(
+      symbols, mlirStringRefCreateFromCString("block_sparse_attention"));
+  MlirStringRef flowName = mlirIdentifierStr(mlirOperationGetName(flow));
+  fprintf(stdout, "lookup: %.*s\n", (int)flowName.length, flowName.data);
+  mlirSymbolTableDestroy(symbols);
+
+  // Without its topk the indexer no longer verifies.
+  // CHECK: diagnostic: 'vortex.flow' op indexer must end in exactly one vortex.topk, vortex.approx_topk or vortex.union
+  // CHECK-NEXT: verified_without_topk=0
+  MlirBlock indexer =
+      mlirRegionGetFirstBlock(mlirOperationGetRegion(flow, 1));
+  MlirOperation last = mlirBlockGetFirstOperation(indexer);
+  while (!mlirOperationIsNull(mlirOperationGetNextInBlock(last)))
+    last = mlirOperationGetNextInBlock(last);
+  mlirOperationDestroy(last);
+  fprintf(stdout, "verified_without_topk=%d\n",
+          mlirOperationVerify(moduleOp));
+  mlirModuleDestroy(module);
+
+  // The parser verifies too: the same flow as text is rejected.
+  // CHECK: diagnostic: 'vortex.flow' op indexer must end in exactly one vortex.topk, vortex.approx_topk or vortex.union
+  // CHECK-NEXT: parsed_without_topk=0
+  module = parseFlow(ctx, "");
+  fprintf(stdout, "parsed_without_topk=%d\n", !mlirModuleIsNull(module));
+
+  // A bad pass name is reported through the callback.
+  // CHECK: 'vortex-no-such-pass' does not refer to a registered pass or pass pipeline
+  // CHECK: bad_pipeline=1
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  MlirLogicalResult bad = mlirParsePassPipeline(
+      mlirPassManagerGetAsOpPassManager(pm),
+      mlirStringRefCreateFromCString("builtin.module(vortex-no-such-pass)"),
+      printToStdout, NULL);
+  fprintf(stdout, "\nbad_pipeline=%d\n", mlirLogicalResultIsFailure(bad));
+  mlirPassManagerDestroy(pm);
+
+  // The vortex passes by name, through convert-vortex-to-linalg: one function
+  // per step, no flow left.
+  // CHECK: lowered=1
+  // CHECK-NOT: vortex.flow
+  // CHECK-DAG: func.func @block_sparse_attention_indexer(
+  // CHECK-DAG: func.func @block_sparse_attention_cache(
+  // CHECK-DAG: linalg.
+  // CHECK-NOT: vortex.flow
+  // CHECK: lowered_to_linalg
+  lower(ctx, "builtin.module(vortex-fuse,vortex-pad,vortex-mask-padding,"
+             "convert-vortex-to-linalg)");
+  fprintf(stdout, "lowered_to_linalg\n");
+
+  mlirContextDestroy(ctx);
+
+  // The named pipeline, down to the LLVM dialect. Its bufferization needs the
+  // upstream dialects' external models: register everything.
+  // CHECK-NOT: diagnostic
+  // CHECK: lowered=1
+  // CHECK-DAG: llvm.func @_mlir_ciface_block_sparse_attention_indexer(
+  // CHECK-DAG: llvm.func @_mlir_ciface_block_sparse_attention_cache(
+  // CHECK-NOT: func.func
+  // CHECK: lowered_to_llvm
+  registry = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(registry);
+  vortexRegisterDialects(registry);
+  ctx = mlirContextCreate();
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  mlirContextAttachDiagnosticHandler(ctx, printDiagnostic, NULL, NULL);
+  lower(ctx, "builtin.module(vortex-to-cpu)");
+  fprintf(stdout, "lowered_to_llvm\n");
+  mlirContextDestroy(ctx);
+}
+
 int main(void) {
   MlirContext ctx = makeContext();
   testTypes(ctx);
   testParse(ctx);
   mlirContextDestroy(ctx);
   testRegistry();
+  testFlow();
   return 0;
 }

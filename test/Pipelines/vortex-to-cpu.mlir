@@ -7,12 +7,20 @@
 // Every shipped flow goes through the whole pipeline.
 // RUN: for f in %examples/*.mlir; do vortex-opt $f --vortex-to-cpu -o /dev/null || exit 1; done
 
+// The first stage attaches the CPU manifest; the later stages keep it, and
+// its host kernels are the C interfaces the last stage emits.
+// LINALG: module attributes {vortex.manifest = {backend = "cpu"
+// LINALG-SAME: flow = "block_sparse_attention"
+// LINALG-SAME: kernel = "_mlir_ciface_block_sparse_attention_cache"
+// LINALG-SAME: kernel = "_mlir_ciface_block_sparse_attention_indexer"
+// LINALG-SAME: version = 2 : i64}}
 // LINALG-NOT: vortex.
 // LINALG: func.func @block_sparse_attention_indexer
 // LINALG: linalg.generic
 // LINALG: func.func @block_sparse_attention_cache
 // LINALG: linalg.generic
 
+// BUF: module attributes {vortex.manifest = {backend = "cpu"
 // BUF-NOT: tensor<
 // BUF: func.func @block_sparse_attention_indexer
 // BUF-SAME: memref<?x8x128xf32>
@@ -20,6 +28,14 @@
 // BUF: memref.dealloc
 // BUF: func.func @block_sparse_attention_cache
 
+// LLVM: module attributes {vortex.manifest = {backend = "cpu"
+// LLVM-SAME: steps = {cache = {args = ["k", "v", "centroids", "block_ids"]
+// LLVM-SAME: kernel = "_mlir_ciface_block_sparse_attention_cache"
+// LLVM-SAME: writes = ["centroids"]}
+// LLVM-SAME: indexer = {args = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
+// LLVM-SAME: kernel = "_mlir_ciface_block_sparse_attention_indexer"
+// LLVM-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
+// LLVM-SAME: version = 2 : i64}}
 // LLVM-NOT: memref.
 // LLVM-NOT: linalg.
 // LLVM-NOT: scf.

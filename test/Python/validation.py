@@ -114,7 +114,8 @@ check("field of dtype float64",
       idx(cache=with_field("centroids", cache["centroids"].astype(np.float64))),
       cache, "centroids")
 check("k of dtype float16",
-      idx(cache=with_field("k", cache["k"].astype(np.float16))), cache, "'k'")
+      idx(cache=with_field("k", cache["k"].astype(np.float16))), cache,
+      "k: dtype float16")
 check("field not C-contiguous",
       idx(cache=with_field("centroids",
                            np.zeros((NB, 1, 256), np.float32)[:, :, ::2])),
@@ -158,6 +159,6 @@ quest = vortex.compile_flow(os.path.join(examples,
 qc = quest.allocate_cache(8)
 qc["min"] = qc["max"]
 check("cache_step: written fields alias", lambda: quest.cache_step(qc, [0]),
-      qc, "overlaps")
+      qc, "max: shares memory with min")
 
 sys.exit(1 if failures else 0)

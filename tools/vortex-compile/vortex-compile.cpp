@@ -1,15 +1,20 @@
 //===- vortex-compile.cpp - Compile a flow to PTX, cubin and manifest -----===//
 //
-// vortex-compile <flow.mlir> -o <outdir> [--chip=sm_90] [--features=...]
-//                [--opt-level=3] [--cuda-path=...] [--dump-ir] [--no-cubin]
+// vortex-compile <flow.mlir> -o <outdir> [--target=cpu|sm_90|...]
+//                [--features=...] [--opt-level=3] [--cuda-path=...]
+//                [--dump-ir] [--no-cubin]
 //
-// Runs vortex-to-nvvm (PTX in a gpu.binary), writes <outdir>/<flow>.ptx,
-// assembles it with ptxas into <outdir>/<flow>.cubin and writes
-// <outdir>/<flow>.manifest.json from the module attribute `vortex.manifest`
-// (docs/gpu.md). The GPU machine has no MLIR: these files are all it gets.
+// GPU targets: runs vortex-to-nvvm (PTX in a gpu.binary), writes
+// <outdir>/<flow>.ptx, assembles it with ptxas into <outdir>/<flow>.cubin.
+// CPU: runs vortex-to-cpu, translates to LLVM IR, emits an object for the
+// host and links <outdir>/lib<flow>.so with the system C compiler.
+// Both write <outdir>/<flow>.manifest.json from the module attribute
+// `vortex.manifest` (docs/manifest.md): the runtime reads nothing else.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Vortex/Dialect/FlowABI.h"
+#include "Vortex/Dialect/VortexOps.h"
 #include "Vortex/Pipelines/Pipelines.h"
 #include "Vortex/Registration.h"
 
@@ -25,8 +30,18 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
@@ -51,9 +66,15 @@ static cl::opt<std::string> inputFilename(cl::Positional,
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                       cl::value_desc("outdir"), cl::Required,
                                       cl::cat(category));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (the host), or a GPU architecture (sm_90, ...; "
+                    "default sm_90)"),
+           cl::init(""), cl::cat(category));
 static cl::opt<std::string> chip("chip",
-                                 cl::desc("GPU architecture (default sm_90)"),
-                                 cl::init("sm_90"), cl::cat(category));
+                                 cl::desc("GPU architecture (default sm_90; "
+                                          "same as --target=<chip>)"),
+                                 cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     features("features",
              cl::desc("NVPTX features, e.g. +ptx80 (default: the PTX ISA the "
@@ -70,15 +91,20 @@ static cl::opt<std::string>
 static cl::opt<bool>
     dumpIR("dump-ir",
            cl::desc("Also write <outdir>/<flow>.nvvm.mlir, the kernels in the "
-                    "NVVM dialect right before serialization"),
+                    "NVVM dialect right before serialization (GPU), or "
+                    "<outdir>/<flow>.ll, the LLVM IR (CPU)"),
            cl::init(false), cl::cat(category));
+static cl::opt<std::string>
+    flowName("flow",
+             cl::desc("Compile this flow of a module that holds several"),
+             cl::value_desc("name"), cl::init(""), cl::cat(category));
 static cl::opt<bool> noCubin("no-cubin",
                              cl::desc("Do not run ptxas (the manifest then "
                                       "has no \"cubin\")"),
                              cl::init(false), cl::cat(category));
 
-static constexpr llvm::StringLiteral kManifestAttr = "vortex.manifest";
-static constexpr int64_t kManifestVersion = 1;
+static constexpr llvm::StringLiteral kManifestAttr =
+    vortex::abi::kManifestAttrName;
 
 /// Errors that are not about a place in the input.
 static int fail(const llvm::Twine &message) {
@@ -160,16 +186,18 @@ static FailureOr<llvm::json::Value> toJSON(Attribute attr, Location loc,
   return unsupported();
 }
 
-/// Kernel names the manifest's steps launch ("steps": {<step>: [{"kernel":
-/// name, ...}, ...]}); anything shaped otherwise is not inspected.
+/// Kernel names the manifest's steps launch ("steps": {<step>: {"kernels":
+/// [{"kernel": name, ...}, ...]}}); anything shaped otherwise is not
+/// inspected.
 static SmallVector<StringRef> manifestKernels(DictionaryAttr manifest) {
   SmallVector<StringRef> names;
   auto steps = manifest.getAs<DictionaryAttr>("steps");
   if (!steps)
     return names;
   for (NamedAttribute step : steps)
-    if (auto launches = dyn_cast<ArrayAttr>(step.getValue()))
-      for (Attribute launch : launches)
+    if (auto stepDict = dyn_cast<DictionaryAttr>(step.getValue()))
+      if (auto launches = stepDict.getAs<ArrayAttr>("kernels"))
+        for (Attribute launch : launches)
         if (auto dict = dyn_cast<DictionaryAttr>(launch))
           if (auto kernel = dict.getAs<StringAttr>("kernel"))
             names.push_back(kernel.getValue());
@@ -201,6 +229,36 @@ static std::string findPtxas(StringRef toolkit) {
   return "";
 }
 
+static std::string chipName() { return chip.empty() ? "sm_90" : chip.getValue(); }
+
+/// Runs a tool, its stdout and stderr into a temporary log that is shown when
+/// it fails.
+static LogicalResult runTool(StringRef program, ArrayRef<StringRef> args,
+                             const llvm::Twine &what) {
+  SmallString<128> log;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("vortex-tool", "log", log)) {
+    fail("cannot create a temporary file: " + ec.message());
+    return failure();
+  }
+  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
+                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &error);
+  if (rc == 0)
+    return success();
+  std::string output;
+  if (auto buffer = llvm::MemoryBuffer::getFile(log))
+    output = (*buffer)->getBuffer().rtrim().str();
+  fail(what + " failed" +
+       (rc < 0 ? ": " + error : " with exit code " + std::to_string(rc)) +
+       (output.empty() ? "" : ":\n" + output));
+  return failure();
+}
+
 static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
                               StringRef toolkit) {
   std::string ptxas = findPtxas(toolkit);
@@ -212,49 +270,107 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
          "write only the PTX");
     return failure();
   }
-  SmallString<128> log;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("vortex-ptxas", "log", log)) {
-    fail("cannot create a temporary file: " + ec.message());
-    return failure();
-  }
-  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
-  std::string arch = "-arch=" + chip;
+  std::string arch = "-arch=" + chipName();
   std::string opt = "-O" + std::to_string(optLevel);
-  SmallVector<StringRef> args = {ptxas, arch,    opt, ptxPath,
-                                 "-o",  cubinPath};
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  std::string error;
-  int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
-                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
-                                     &error);
-  if (rc == 0)
+  SmallVector<StringRef> args = {ptxas, arch, opt, ptxPath, "-o", cubinPath};
+  if (succeeded(runTool(ptxas, args,
+                        ptxas + " " + arch + " " + opt + " " + ptxPath)))
     return success();
-  std::string output;
-  if (auto buffer = llvm::MemoryBuffer::getFile(log))
-    output = (*buffer)->getBuffer().rtrim().str();
-  fail(llvm::Twine(ptxas) + " " + arch + " " + opt + " " + ptxPath +
-       " failed" + (rc < 0 ? ": " + error : " with exit code " +
-                                                std::to_string(rc)) +
-       (output.empty() ? "" : ":\n" + output));
   llvm::sys::fs::remove(cubinPath);
   return failure();
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM y(argc, argv);
-  registerAsmPrinterCLOptions();
-  registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "Compile the kernels of a vortex module to PTX, a cubin and a JSON "
-      "manifest\n");
-  vortex::registerAllVortexPasses();
+namespace {
+/// What both targets share: the module being compiled, whether a diagnostic
+/// reported an error, and where the outputs go.
+struct Compilation {
+  ModuleOp module;
+  bool &sawError;
+  /// The file stem of every output: the manifest's "flow".
+  std::string flow;
 
+  std::string outPath(StringRef suffix) const {
+    SmallString<128> path(outputDir);
+    llvm::sys::path::append(path, flow + suffix);
+    return std::string(path);
+  }
+};
+} // namespace
+
+/// The module's manifest attribute: null if absent, failure if malformed.
+/// Names the outputs after its "flow" when it has one.
+static FailureOr<DictionaryAttr> getManifest(Compilation &c) {
+  Location loc = c.module.getLoc();
+  Attribute attr = c.module->getAttr(kManifestAttr);
+  auto manifest = dyn_cast_or_null<DictionaryAttr>(attr);
+  if (attr && !manifest) {
+    emitError(loc) << kManifestAttr << " must be a dictionary, got " << attr;
+    return failure();
+  }
+  if (!manifest)
+    return manifest;
+  // A hand-written module may carry a manifest of another version.
+  if (Attribute version = manifest.get("version")) {
+    auto v = dyn_cast<IntegerAttr>(version);
+    if (!v || v.getInt() != vortex::abi::kManifestVersion) {
+      emitError(loc) << kManifestAttr << ": version " << version
+                     << " is not the version this tool writes ("
+                     << vortex::abi::kManifestVersion << ")";
+      return failure();
+    }
+  }
+  if (auto steps = manifest.getAs<DictionaryAttr>("steps")) {
+    for (NamedAttribute step : steps) {
+      auto dict = dyn_cast<DictionaryAttr>(step.getValue());
+      if (!dict || !dict.getAs<ArrayAttr>("args") ||
+          !dict.getAs<ArrayAttr>("writes") ||
+          !dict.getAs<ArrayAttr>("kernels")) {
+        emitError(loc) << kManifestAttr << ": step " << step.getName()
+                       << " must be {args, writes, kernels}";
+        return failure();
+      }
+    }
+  }
+  if (Attribute flowAttr = manifest.get("flow")) {
+    auto name = dyn_cast<StringAttr>(flowAttr);
+    if (!name || name.getValue().empty() ||
+        name.getValue().find_first_of("/\\") != StringRef::npos ||
+        name.getValue() == "." || name.getValue() == "..") {
+      emitError(loc) << kManifestAttr << ": \"flow\" must be a file name, got "
+                     << flowAttr;
+      return failure();
+    }
+    c.flow = name.getValue().str();
+  }
+  return manifest;
+}
+
+static LogicalResult createOutputDir() {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+    fail("cannot create '" + outputDir + "': " + ec.message());
+    return failure();
+  }
+  return success();
+}
+
+/// Adds what the tool knows (version, target, artifacts) and writes
+/// <flow>.manifest.json, keys sorted.
+static LogicalResult writeManifest(const Compilation &c,
+                                   llvm::json::Object json, StringRef target,
+                                   llvm::json::Object artifacts) {
+  json["version"] = vortex::abi::kManifestVersion;
+  json["flow"] = c.flow;
+  json["target"] = target.str();
+  json["artifacts"] = std::move(artifacts);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(json))) << "\n";
+  return writeFile(c.outPath(".manifest.json"), text);
+}
+
+static int compileGPU(MLIRContext &context, Compilation &c) {
   vortex::VortexNVVMPipelineOptions options;
-  options.chip = chip;
+  options.chip = chipName();
   options.features = features;
   options.optLevel = optLevel;
   options.cudaPath = cudaPath;
@@ -264,44 +380,17 @@ int main(int argc, char **argv) {
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error)))
     return fail(error);
   std::string toolkit = vortex::findCUDAToolkit(cudaPath);
-
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllGPUToLLVMIRTranslations(registry);
-  vortex::registerAllVortexDialects(registry);
-  MLIRContext context(registry);
-  // Point at the op; dumping all of it (a whole gpu.module) buries the error.
-  context.printOpOnDiagnostic(false);
-
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(inputFilename, &error);
-  if (!input)
-    return fail(error);
-  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagHandler(*sourceMgr, &context);
-  // Some passes (gpu-module-to-binary) report an error and still succeed.
-  bool sawError = false;
-  ScopedDiagnosticHandler errorTracker(&context, [&](Diagnostic &diag) {
-    sawError |= diag.getSeverity() == DiagnosticSeverity::Error;
-    return failure(); // Let the source manager handler print it.
-  });
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
-  if (!module)
-    return 1;
-  Location moduleLoc = module->getLoc();
+  Location moduleLoc = c.module.getLoc();
 
   // Stage 1: kernels to the NVVM dialect.
   PassManager lower(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(lower)))
     return 1;
   vortex::buildVortexNVVMLowerStage(lower, options);
-  if (failed(lower.run(*module)) || sawError)
+  if (failed(lower.run(c.module)) || c.sawError)
     return 1;
 
-  auto gpuModules = llvm::to_vector(module->getOps<gpu::GPUModuleOp>());
+  auto gpuModules = llvm::to_vector(c.module.getOps<gpu::GPUModuleOp>());
   if (gpuModules.size() != 1) {
     InFlightDiagnostic diag = emitError(moduleLoc);
     if (gpuModules.empty())
@@ -328,35 +417,19 @@ int main(int argc, char **argv) {
   }
 
   // The manifest, and the flow name the files are named after.
-  Attribute manifestAttr = (*module)->getAttr(kManifestAttr);
-  auto manifest = dyn_cast_or_null<DictionaryAttr>(manifestAttr);
-  if (manifestAttr && !manifest) {
-    emitError(moduleLoc) << kManifestAttr << " must be a dictionary, got "
-                         << manifestAttr;
+  c.flow = kernelsName;
+  FailureOr<DictionaryAttr> manifest = getManifest(c);
+  if (failed(manifest))
     return 1;
-  }
-  std::string flow = gpuModule.getName().str();
-  if (manifest) {
-    if (Attribute flowAttr = manifest.get("flow")) {
-      auto name = dyn_cast<StringAttr>(flowAttr);
-      if (!name || name.getValue().empty() ||
-          name.getValue().find_first_of("/\\") != StringRef::npos ||
-          name.getValue() == "." || name.getValue() == "..") {
-        emitError(moduleLoc) << kManifestAttr
-                             << ": \"flow\" must be a file name, got "
-                             << flowAttr;
-        return 1;
-      }
-      flow = name.getValue().str();
-    }
+  if (*manifest) {
     SmallVector<StringRef> unknown;
-    for (StringRef name : manifestKernels(manifest))
+    for (StringRef name : manifestKernels(*manifest))
       if (!llvm::is_contained(kernels, name))
         unknown.push_back(name);
     if (!unknown.empty()) {
       InFlightDiagnostic diag = emitError(moduleLoc);
       diag << kManifestAttr << " launches kernels that gpu.module @"
-           << gpuModule.getName() << " does not define:";
+           << kernelsName << " does not define:";
       for (StringRef name : unknown)
         diag << " " << name;
       return 1;
@@ -365,26 +438,20 @@ int main(int argc, char **argv) {
 
   // Convert before anything is written, so a bad manifest leaves no files.
   llvm::json::Object json;
-  if (manifest) {
-    FailureOr<llvm::json::Value> value = toJSON(manifest, moduleLoc, "");
+  if (*manifest) {
+    FailureOr<llvm::json::Value> value = toJSON(*manifest, moduleLoc, "");
     if (failed(value))
       return 1;
     json = std::move(*value->getAsObject());
   }
 
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-    return fail("cannot create '" + outputDir + "': " + ec.message());
-  auto outPath = [&](StringRef suffix) {
-    SmallString<128> path(outputDir);
-    llvm::sys::path::append(path, flow + suffix);
-    return std::string(path);
-  };
-
+  if (failed(createOutputDir()))
+    return 1;
   if (dumpIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    module->print(os);
-    if (failed(writeFile(outPath(".nvvm.mlir"), text)))
+    c.module->print(os);
+    if (failed(writeFile(c.outPath(".nvvm.mlir"), text)))
       return 1;
   }
 
@@ -393,10 +460,10 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(serialize)))
     return 1;
   vortex::buildVortexNVVMBinaryStage(serialize, options);
-  if (failed(serialize.run(*module)) || sawError)
+  if (failed(serialize.run(c.module)) || c.sawError)
     return 1;
 
-  auto binaries = llvm::to_vector(module->getOps<gpu::BinaryOp>());
+  auto binaries = llvm::to_vector(c.module.getOps<gpu::BinaryOp>());
   if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
     emitError(moduleLoc) << "expected one gpu.binary holding one object";
     return 1;
@@ -425,13 +492,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  std::string ptxPath = outPath(".ptx"), cubinPath = outPath(".cubin");
+  std::string ptxPath = c.outPath(".ptx"), cubinPath = c.outPath(".cubin");
   if (failed(writeFile(ptxPath, ptx)))
     return 1;
   if (!noCubin && failed(runPtxas(ptxPath, cubinPath, toolkit)))
     return 1;
 
-  if (!manifest) {
+  if (!*manifest) {
     emitWarning(kernelsLoc)
         << "no " << kManifestAttr
         << " attribute: the manifest lists only the kernels of gpu.module @"
@@ -441,18 +508,231 @@ int main(int argc, char **argv) {
       names.push_back(kernel);
     json["kernels"] = std::move(names);
   }
-  json["version"] = kManifestVersion;
-  json["flow"] = flow;
-  json["chip"] = chip.getValue();
-  json["ptx"] = llvm::sys::path::filename(ptxPath).str();
-  if (noCubin)
-    json.erase("cubin");
-  else
-    json["cubin"] = llvm::sys::path::filename(cubinPath).str();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(json))) << "\n";
-  if (failed(writeFile(outPath(".manifest.json"), text)))
+  llvm::json::Object artifacts;
+  artifacts["ptx"] = llvm::sys::path::filename(ptxPath).str();
+  if (!noCubin)
+    artifacts["cubin"] = llvm::sys::path::filename(cubinPath).str();
+  return failed(writeManifest(c, std::move(json), chipName(),
+                              std::move(artifacts)));
+}
+
+/// The C compiler that links the shared object: $CC, else gcc, cc, clang.
+static std::string findLinker() {
+  if (const char *cc = std::getenv("CC"); cc && *cc) {
+    if (llvm::sys::fs::can_execute(cc))
+      return cc;
+    if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(cc))
+      return *path;
+    return "";
+  }
+  for (StringRef name : {"gcc", "cc", "clang"})
+    if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
+      return *path;
+  return "";
+}
+
+/// MLIR's C runner utils: a `memref.copy` between non-contiguous layouts
+/// lowers to a call to `memrefCopy` there.
+static std::string findRunnerUtils() {
+  if (const char *env = std::getenv("VORTEX_MLIR_RUNTIME_LIB"); env && *env)
+    return env;
+  return VORTEX_MLIR_RUNNER_UTILS;
+}
+
+/// Emits `llvmModule` as an object file for the host at `path`.
+static LogicalResult emitHostObject(llvm::Module &llvmModule, StringRef path) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    fail("no LLVM target for " + triple.str() + ": " + error);
+    return failure();
+  }
+  // A generic CPU: the object may run on another machine of the same kind.
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Default));
+  llvmModule.setDataLayout(machine->createDataLayout());
+  llvmModule.setTargetTriple(triple);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    fail("cannot write '" + path + "': " + ec.message());
+    return failure();
+  }
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    fail("the LLVM target for " + triple.str() + " cannot emit objects");
+    return failure();
+  }
+  codegen.run(llvmModule);
+  return success();
+}
+
+static int compileCPU(MLIRContext &context, Compilation &c) {
+  auto flows = llvm::to_vector(c.module.getOps<vortex::FlowOp>());
+  if (flows.size() != 1) {
+    InFlightDiagnostic diag = emitError(c.module.getLoc());
+    if (flows.empty())
+      diag << "no vortex.flow to compile for the CPU";
+    else
+      diag << "expected one vortex.flow (the manifest describes one), found "
+           << flows.size();
+    for (vortex::FlowOp flow : flows)
+      diag.attachNote(flow.getLoc()) << "vortex.flow here";
     return 1;
-  return 0;
+  }
+  c.flow = flows.front().getSymName().str();
+  std::string linker = findLinker();
+  if (linker.empty())
+    return fail("no C compiler to link the shared object (set CC)");
+
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  vortex::buildVortexToCPUPipeline(pm);
+  if (failed(pm.run(c.module)) || c.sawError)
+    return 1;
+  FailureOr<DictionaryAttr> manifest = getManifest(c);
+  if (failed(manifest))
+    return 1;
+  if (!*manifest) {
+    emitError(c.module.getLoc()) << "vortex-to-cpu left no " << kManifestAttr;
+    return 1;
+  }
+  FailureOr<llvm::json::Value> json =
+      toJSON(*manifest, c.module.getLoc(), "");
+  if (failed(json))
+    return 1;
+
+  // The argument names are for readers of the IR; LLVM IR has no place for
+  // them (the manifest carries the argument order).
+  c.module.walk([](LLVM::LLVMFuncOp func) {
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      func.removeArgAttr(i, "vortex.name");
+  });
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(c.module, llvmContext, c.flow);
+  if (!llvmModule)
+    return 1;
+  if (failed(createOutputDir()))
+    return 1;
+  if (dumpIR) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    if (failed(writeFile(c.outPath(".ll"), text)))
+      return 1;
+  }
+  SmallString<128> object;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "vortex-" + c.flow, "o", object))
+    return fail("cannot create a temporary file: " + ec.message());
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  if (failed(emitHostObject(*llvmModule, object)))
+    return 1;
+
+  std::string library = "lib" + c.flow + ".so";
+  SmallString<128> libraryPath(outputDir);
+  llvm::sys::path::append(libraryPath, library);
+  SmallVector<std::string> args = {linker, "-shared", object.str().str(), "-o",
+                                   libraryPath.str().str(), "-lm"};
+  if (llvmModule->getFunction("memrefCopy")) {
+    std::string utils = findRunnerUtils();
+    if (!llvm::sys::fs::exists(utils))
+      return fail("the flow calls MLIR's memrefCopy, but " + utils +
+                  " does not exist: set VORTEX_MLIR_RUNTIME_LIB");
+    args.push_back(utils);
+    args.push_back("-Wl,-rpath," +
+                   llvm::sys::path::parent_path(utils).str());
+  }
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  if (failed(runTool(linker, argRefs, linker + " -shared (linking " +
+                                          library + ")")))
+    return 1;
+
+  llvm::json::Object artifacts;
+  artifacts["library"] = library;
+  return failed(writeManifest(c, std::move(*json->getAsObject()), "cpu",
+                              std::move(artifacts)));
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Compile a vortex flow for the CPU (a shared object) or a GPU (PTX, a "
+      "cubin), with its JSON manifest\n");
+  vortex::registerAllVortexPasses();
+
+  bool cpu = target == "cpu";
+  if (!target.empty() && !cpu) {
+    if (!chip.empty() && chip != target)
+      return fail("--target=" + target + " and --chip=" + chip + " disagree");
+    chip = target.getValue();
+  }
+  if (cpu && !chip.empty())
+    return fail("--chip=" + chip + " is for GPU targets, not --target=cpu");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registerAllGPUToLLVMIRTranslations(registry);
+  vortex::registerAllVortexDialects(registry);
+  MLIRContext context(registry);
+  // Point at the op; dumping all of it (a whole gpu.module) buries the error.
+  context.printOpOnDiagnostic(false);
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &error);
+  if (!input)
+    return fail(error);
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagHandler(*sourceMgr, &context);
+  // Some passes (gpu-module-to-binary) report an error and still succeed.
+  bool sawError = false;
+  ScopedDiagnosticHandler errorTracker(&context, [&](Diagnostic &diag) {
+    sawError |= diag.getSeverity() == DiagnosticSeverity::Error;
+    return failure(); // Let the source manager handler print it.
+  });
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return 1;
+  // --flow keeps one flow of several.
+  auto flows = llvm::to_vector(module->getOps<vortex::FlowOp>());
+  if (!flowName.empty()) {
+    auto it = llvm::find_if(flows, [](vortex::FlowOp f) {
+      return f.getSymName() == flowName;
+    });
+    if (it == flows.end()) {
+      InFlightDiagnostic diag = emitError(module->getLoc())
+                                << "no vortex.flow @" << flowName;
+      for (vortex::FlowOp f : flows)
+        diag.attachNote(f.getLoc()) << "vortex.flow @" << f.getSymName();
+      return 1;
+    }
+    for (vortex::FlowOp f : flows)
+      if (f != *it)
+        f.erase();
+  } else if (flows.size() > 1) {
+    InFlightDiagnostic diag = emitError(module->getLoc())
+                              << "the module holds " << flows.size()
+                              << " flows; pick one with --flow=<name>:";
+    for (vortex::FlowOp f : flows)
+      diag << " @" << f.getSymName();
+    return 1;
+  }
+  Compilation c{*module, sawError, ""};
+  return cpu ? compileCPU(context, c) : compileGPU(context, c);
 }

@@ -2,7 +2,8 @@
 |*                                                                            *|
 |* Registration, the !vortex.vtensor type and the #vortex.format attribute,   *|
 |* for language bindings (ctypes, Rust, ...). The library libVortexCAPI also  *|
-|* carries MLIR's core IR C API (context, module parsing, printing).          *|
+|* carries MLIR's core IR C API (context, parsing, verifying, printing), its  *|
+|* pass manager C API (mlir-c/Pass.h) and mlir-c/RegisterEverything.h.        *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef VORTEX_CAPI_VORTEX_H
@@ -26,10 +27,13 @@ enum VortexFormat {
   VortexFormatSlotted = 4,
 };
 
-/// Inserts the vortex dialect into a registry.
+/// Inserts the vortex dialect into a registry. Enough to parse, verify and
+/// run convert-vortex-to-linalg; the vortex-to-cpu pipeline bufferizes
+/// upstream ops and needs mlirRegisterAllDialects(registry) too.
 MLIR_CAPI_EXPORTED void vortexRegisterDialects(MlirDialectRegistry registry);
 
-/// Registers the vortex passes and pipelines globally.
+/// Registers the vortex passes and pipelines globally, for
+/// mlirParsePassPipeline and mlirOpPassManagerAddPipeline.
 MLIR_CAPI_EXPORTED void vortexRegisterPasses(void);
 
 /// #vortex.format<...>; a null attribute for an out-of-range value.

@@ -9,6 +9,7 @@
 #define VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 
 #include "Vortex/Conversion/ScalarBuilder.h"
+#include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Dialect/VortexOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,33 +28,11 @@
 
 namespace mlir::vortex::gpugen {
 
-/// One parameter of a kernel: a buffer (flow tensor) or an i32 scalar symbol.
-struct Param {
-  std::string name;
-  bool isBuffer;
-  Type elementType; // buffers only
-};
-
-/// A launch of a kernel, as the manifest describes it.
-struct KernelRecord {
-  std::string name;
-  std::string step;      // "indexer" or "cache"
-  std::string gridKind;  // "persistent", "rows" or "items"
-  int64_t ctasPerSM = 0; // persistent
-  std::string itemsOf;   // items
-  int64_t perCTA = 0;    // items
-  int64_t threads = 0;
-  int64_t sharedBytes = 0;
-  SmallVector<Param> params;
-  SmallVector<std::string> reads, writes;
-};
-
-/// A flow tensor known to the runtime.
-struct TensorRecord {
-  std::string role; // input, cache, output, scratch
-  Type elementType;
-  SmallVector<std::string> shape; // symbols or integers as strings
-};
+using abi::KernelRecord;
+using abi::Param;
+using abi::Role;
+using abi::Step;
+using abi::TensorRecord;
 
 /// Scalar helpers plus the memory and control-flow ones of kernel bodies.
 struct Gen : ScalarBuilder {
@@ -118,10 +97,6 @@ struct Gen : ScalarBuilder {
 /// The computed (padded once padding is explicit) inner extent of `t`.
 int64_t computeExtent(VTensorType t, unsigned dim);
 
-/// The dtype name the manifest uses ("bf16", "f16", "f32", "f8E4M3FN",
-/// "f8E5M2", "i32").
-std::string dtypeName(Type t);
-
 /// Context of one flow being compiled: the gpu.module, the buffers the flow
 /// tensors live in, and the manifest records.
 struct FlowContext {
@@ -134,8 +109,8 @@ struct FlowContext {
   int64_t itemsPerIteration = 1;
   /// Value -> name of the buffer that holds it across kernels.
   DenseMap<Value, std::string> bufferOf;
-  std::map<std::string, TensorRecord> tensors;
-  std::vector<KernelRecord> kernels;
+  /// The flow tensors, plus the scratch and kernels added here.
+  abi::FlowABI abi;
   unsigned nextScratch = 0;
 
   /// A scratch buffer for `v` (ragged: [total, D0', D1'], batched:

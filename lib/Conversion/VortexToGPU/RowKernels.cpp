@@ -79,9 +79,9 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   int64_t channels = d0 * d1;
   const int64_t threads = 256;
   auto i32 = IntegerType::get(mctx, 32);
-  SmallVector<Param> params = {{"dense_kv_indptr", true, i32},
-                               {"rows", false, {}},
-                               {inBuf, true, ctx.tensors[inBuf].elementType},
+  SmallVector<Param> params = {{abi::kDenseIndptr.str(), true, i32},
+                               {abi::kRows.str(), false, {}},
+                               {inBuf, true, ctx.abi.tensors[inBuf].elementType},
                                {outBuf, true, Float32Type::get(mctx)}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
@@ -224,13 +224,13 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
 
   KernelRecord rec;
   rec.name = name.str();
-  rec.step = "indexer";
+  rec.step = Step::Indexer;
   rec.gridKind = "rows";
   rec.threads = threads;
   rec.params = params;
-  rec.reads = {"dense_kv_indptr", inBuf};
+  rec.reads = {abi::kDenseIndptr.str(), inBuf};
   rec.writes = {outBuf};
-  ctx.kernels.push_back(rec);
+  ctx.abi.kernels.push_back(rec);
   return success();
 }
 
@@ -392,9 +392,9 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     return op->emitOpError("reads a value that no buffer holds");
   auto i32 = IntegerType::get(mctx, 32);
   SmallVector<Param> params = {
-      {"dense_kv_indptr", true, i32},   {"dense_kv_indices", true, i32},
-      {"rows", false, {}},              {scoreBuf, true, Float32Type::get(mctx)},
-      {"sparse_kv_indptr", true, i32},  {"sparse_kv_indices", true, i32}};
+      {abi::kDenseIndptr.str(), true, i32},   {abi::kDenseIndices.str(), true, i32},
+      {abi::kRows.str(), false, {}},              {scoreBuf, true, Float32Type::get(mctx)},
+      {abi::kSparseIndptr.str(), true, i32},  {abi::kSparseIndices.str(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func =
       createKernel(ctx, b, loc, name, params, kTopKThreads);
@@ -612,13 +612,13 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
 
   KernelRecord rec;
   rec.name = name.str();
-  rec.step = "indexer";
+  rec.step = Step::Indexer;
   rec.gridKind = "rows";
   rec.threads = kTopKThreads;
   rec.sharedBytes = kTopKCapacity * 8;
   rec.params = params;
-  rec.reads = {"dense_kv_indptr", "dense_kv_indices", scoreBuf};
-  rec.writes = {"sparse_kv_indptr", "sparse_kv_indices"};
-  ctx.kernels.push_back(rec);
+  rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf};
+  rec.writes = {abi::kSparseIndptr.str(), abi::kSparseIndices.str()};
+  ctx.abi.kernels.push_back(rec);
   return success();
 }

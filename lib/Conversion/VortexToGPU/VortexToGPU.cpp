@@ -26,20 +26,6 @@ int64_t mlir::vortex::gpugen::computeExtent(VTensorType t, unsigned dim) {
                                 : t.getInner(dim);
 }
 
-std::string mlir::vortex::gpugen::dtypeName(Type t) {
-  if (t.isBF16())
-    return "bf16";
-  if (t.isF16())
-    return "f16";
-  if (t.isF32())
-    return "f32";
-  if (isa<Float8E4M3FNType>(t))
-    return "f8E4M3FN";
-  if (isa<Float8E5M2Type>(t))
-    return "f8E5M2";
-  return "i32";
-}
-
 std::string FlowContext::allocScratch(Value v) {
   auto it = bufferOf.find(v);
   if (it != bufferOf.end())
@@ -47,12 +33,12 @@ std::string FlowContext::allocScratch(Value v) {
   auto type = cast<VTensorType>(v.getType());
   std::string name = "scratch" + std::to_string(nextScratch++);
   TensorRecord rec;
-  rec.role = "scratch";
+  rec.role = Role::Scratch;
   rec.elementType = Float32Type::get(v.getContext());
-  rec.shape = {type.isBatched() ? "rows" : "total",
+  rec.shape = {(type.isBatched() ? abi::kRows : abi::kTotal).str(),
                std::to_string(computeExtent(type, 1)),
                std::to_string(computeExtent(type, 2))};
-  tensors[name] = rec;
+  abi.tensors[name] = rec;
   bufferOf[v] = name;
   return name;
 }
@@ -79,88 +65,6 @@ gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
 
 namespace {
 
-Attribute strArray(Builder &b, ArrayRef<std::string> items) {
-  SmallVector<Attribute> attrs;
-  for (const std::string &s : items)
-    attrs.push_back(b.getStringAttr(s));
-  return b.getArrayAttr(attrs);
-}
-
-DictionaryAttr buildManifest(Builder &b, FlowContext &ctx) {
-  FlowConfigAttr c = ctx.config;
-  SmallVector<NamedAttribute> config = {
-      b.getNamedAttr("block_size", b.getI64IntegerAttr(c.getBlockSize())),
-      b.getNamedAttr("page_size", b.getI64IntegerAttr(c.getPageSize())),
-      b.getNamedAttr("head_dim", b.getI64IntegerAttr(c.getHeadDim())),
-      b.getNamedAttr("group_size", b.getI64IntegerAttr(c.getGroupSize())),
-      b.getNamedAttr("topk_val", b.getI64IntegerAttr(c.getTopkVal())),
-      b.getNamedAttr("topk_ratio",
-                     b.getF64FloatAttr(c.getTopkRatio().getValueAsDouble())),
-      b.getNamedAttr("reserved_bos", b.getI64IntegerAttr(c.getReservedBos())),
-      b.getNamedAttr("reserved_eos", b.getI64IntegerAttr(c.getReservedEos())),
-      b.getNamedAttr("intermediate_dtype",
-                     b.getStringAttr(dtypeName(c.getIntermediateDtype()))),
-      b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(c.getKvDtype())))};
-  SmallVector<NamedAttribute> tensors;
-  for (auto &[name, rec] : ctx.tensors) {
-    SmallVector<Attribute> shape;
-    for (const std::string &d : rec.shape) {
-      int64_t v;
-      if (!StringRef(d).getAsInteger(10, v))
-        shape.push_back(b.getI64IntegerAttr(v));
-      else
-        shape.push_back(b.getStringAttr(d));
-    }
-    tensors.push_back(b.getNamedAttr(
-        name, b.getDictionaryAttr(
-                  {b.getNamedAttr("role", b.getStringAttr(rec.role)),
-                   b.getNamedAttr("dtype",
-                                  b.getStringAttr(dtypeName(rec.elementType))),
-                   b.getNamedAttr("shape", b.getArrayAttr(shape))})));
-  }
-  SmallVector<Attribute> indexer, cache;
-  for (const KernelRecord &k : ctx.kernels) {
-    SmallVector<NamedAttribute> grid = {
-        b.getNamedAttr("kind", b.getStringAttr(k.gridKind))};
-    if (k.gridKind == "persistent")
-      grid.push_back(
-          b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(k.ctasPerSM)));
-    if (k.gridKind == "items") {
-      grid.push_back(b.getNamedAttr("of", b.getStringAttr(k.itemsOf)));
-      grid.push_back(
-          b.getNamedAttr("per_cta", b.getI64IntegerAttr(k.perCTA)));
-    }
-    SmallVector<Attribute> params;
-    for (const Param &p : k.params)
-      params.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(p.name)),
-           b.getNamedAttr("kind",
-                          b.getStringAttr(p.isBuffer ? "buffer" : "scalar"))}));
-    auto launch = b.getDictionaryAttr(
-        {b.getNamedAttr("kernel", b.getStringAttr(k.name)),
-         b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
-         b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
-                                                 b.getI64IntegerAttr(1),
-                                                 b.getI64IntegerAttr(1)})),
-         b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
-         b.getNamedAttr("params", b.getArrayAttr(params)),
-         b.getNamedAttr("reads", strArray(b, k.reads)),
-         b.getNamedAttr("writes", strArray(b, k.writes))});
-    (k.step == "indexer" ? indexer : cache).push_back(launch);
-  }
-  SmallVector<NamedAttribute> fields;
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("version", b.getI64IntegerAttr(1)),
-       b.getNamedAttr("flow", b.getStringAttr(ctx.flow.getSymName())),
-       b.getNamedAttr("module", b.getStringAttr(ctx.module.getSymName())),
-       b.getNamedAttr("config", b.getDictionaryAttr(config)),
-       b.getNamedAttr("tensors", b.getDictionaryAttr(tensors)),
-       b.getNamedAttr("steps",
-                      b.getDictionaryAttr(
-                          {b.getNamedAttr("indexer", b.getArrayAttr(indexer)),
-                           b.getNamedAttr("cache", b.getArrayAttr(cache))}))});
-}
-
 LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
                         int64_t itemsPerIteration) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
@@ -184,32 +88,14 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   b.getUnitAttr());
 
-  // Flow tensors.
-  auto i32 = IntegerType::get(mctx, 32);
-  auto addTensor = [&](StringRef name, StringRef role, Type type,
-                       SmallVector<std::string> shape) {
-    TensorRecord rec{role.str(), type, std::move(shape)};
-    ctx.tensors[name.str()] = rec;
-  };
+  // Flow tensors: the ABI's; values in flow buffers are known by name.
+  ctx.abi = abi::FlowABI::get(flow, abi::Storage::FlowDtypes);
   Block &cache = flow.getCacheBody(), &indexer = flow.getIndexerBody();
-  SmallVector<StringRef> names = flow.getCacheTensorNames();
-  auto q = cast<VTensorType>(indexer.getArgument(0).getType());
-  addTensor("q", "input", q.getElementType(),
-            {"rows", std::to_string(q.getD0()), std::to_string(q.getD1())});
-  ctx.bufferOf[indexer.getArgument(0)] = "q";
-  for (auto [i, name] : llvm::enumerate(names)) {
-    auto t = cast<VTensorType>(indexer.getArgument(2 + i).getType());
-    addTensor(name, "cache", t.getElementType(),
-              {"num_blocks", std::to_string(t.getD0()),
-               std::to_string(t.getD1())});
+  ctx.bufferOf[indexer.getArgument(0)] = abi::kQuery.str();
+  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
     ctx.bufferOf[indexer.getArgument(2 + i)] = name.str();
     ctx.bufferOf[cache.getArgument(i)] = name.str();
   }
-  addTensor("dense_kv_indptr", "input", i32, {"rows+1"});
-  addTensor("dense_kv_indices", "input", i32, {"total"});
-  addTensor("sparse_kv_indptr", "output", i32, {"rows+1"});
-  addTensor("sparse_kv_indices", "output", i32, {"total"});
-  addTensor("block_ids", "input", i32, {"num_new"});
 
   std::string base = flow.getSymName().str();
   unsigned counter = 0;
@@ -238,7 +124,7 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
                                base + "_cache_w" + std::to_string(counter++))))
       return failure();
 
-  module->setAttr("vortex.manifest", buildManifest(b, ctx));
+  module->setAttr(abi::kManifestAttrName, ctx.abi.toManifest(b, "cuda"));
   flow.erase();
   return success();
 }

@@ -659,12 +659,12 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   SmallVector<Param> params;
   auto i32 = IntegerType::get(mctx, 32);
   if (indexerSide) {
-    params.push_back({"dense_kv_indptr", true, i32});
-    params.push_back({"dense_kv_indices", true, i32});
-    params.push_back({"rows", false, {}});
+    params.push_back({abi::kDenseIndptr.str(), true, i32});
+    params.push_back({abi::kDenseIndices.str(), true, i32});
+    params.push_back({abi::kRows.str(), false, {}});
   } else {
-    params.push_back({"block_ids", true, i32});
-    params.push_back({"num_new", false, {}});
+    params.push_back({abi::kBlockIds.str(), true, i32});
+    params.push_back({abi::kNumNew.str(), false, {}});
   }
   std::set<std::string> bufferNames;
   SmallVector<std::string> reads, writes;
@@ -680,7 +680,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     writes.push_back(st.buffer);
   }
   for (const std::string &buf : bufferNames)
-    params.push_back({buf, true, ctx.tensors[buf].elementType});
+    params.push_back({buf, true, ctx.abi.tensors[buf].elementType});
 
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   builder = &b;
@@ -755,7 +755,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       rowVectors[v] = loadRowVectors(
           memref, row, *shape,
           cast<MemRefType>(memref.getType()).getElementType(),
-          ctx.tensors[buf].role == "scratch");
+          ctx.abi.tensors[buf].role == Role::Scratch);
       tiles[v] = tileFromRows(v, rowVectors[v]);
     }
     for (Operation *op : rowOps) {
@@ -779,7 +779,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       std::string buf = ctx.bufferOf.lookup(v);
       Value at = (type.isPaged() || type.isSlotted()) ? blockId : pos;
       loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
-                           ctx.tensors[buf].role == "scratch");
+                           ctx.abi.tensors[buf].role == Role::Scratch);
     }
     return loaded;
   };
@@ -1075,9 +1075,14 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
       Gen y = gen();
-      Value valid = y.lt(group, numNew);
       Value item = y.minU(group, y.sub(numNew, y.idx(1)));
+      // A negative id is skipped (the loc form marks tokens that complete no
+      // block with -1): its group loads block 0 so shuffles stay convergent,
+      // and its stores are predicated off.
       Value blockId = y.toIndex(y.load(blockIds, item));
+      Value isBlock = y.cmpI(arith::CmpIPredicate::sge, blockId, y.idx(0));
+      Value valid = y.andI(y.lt(group, numNew), isBlock);
+      blockId = y.select(isBlock, blockId, y.idx(0));
       DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
       if (!computeItem(blockId, item, item, valid, loaded,
                        DenseMap<Value, TileRef>()))
@@ -1097,13 +1102,13 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
 
   KernelRecord rec;
   rec.name = name.str();
-  rec.step = indexerSide ? "indexer" : "cache";
+  rec.step = indexerSide ? Step::Indexer : Step::Cache;
   if (indexerSide) {
     rec.gridKind = "persistent";
     rec.ctasPerSM = ctx.ctasPerSM;
   } else {
     rec.gridKind = "items";
-    rec.itemsOf = "num_new";
+    rec.itemsOf = abi::kNumNew.str();
     rec.perCTA = groupsPerCTA;
   }
   rec.threads = threads;
@@ -1111,12 +1116,12 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   rec.reads.assign(reads.begin(), reads.end());
   rec.writes.assign(writes.begin(), writes.end());
   if (indexerSide) {
-    rec.reads.push_back("dense_kv_indptr");
-    rec.reads.push_back("dense_kv_indices");
+    rec.reads.push_back(abi::kDenseIndptr.str());
+    rec.reads.push_back(abi::kDenseIndices.str());
   } else {
-    rec.reads.push_back("block_ids");
+    rec.reads.push_back(abi::kBlockIds.str());
   }
-  ctx.kernels.push_back(rec);
+  ctx.abi.kernels.push_back(rec);
   return success();
 }
 

@@ -13,6 +13,7 @@
 
 #include "Vortex/Conversion/Passes.h"
 #include "Vortex/Conversion/ScalarBuilder.h"
+#include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Dialect/VortexOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1031,27 +1032,21 @@ static func::FuncOp createStepFunction(OpBuilder &b, FlowOp flow,
   return func;
 }
 
-static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow) {
+static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow,
+                                  const abi::FlowABI &abi) {
   Location loc = flow.getLoc();
-  MLIRContext *ctx = flow.getContext();
   Block &body = flow.getIndexerBody();
-  auto i32Vec = MemRefType::get({ShapedType::kDynamic},
-                                IntegerType::get(ctx, 32));
+  // The ABI's order: q, k, v and the fields, then the dense and sparse CSR
+  // (o is replaced by the sparse CSR).
   SmallVector<Type> argTypes;
-  SmallVector<std::string> names;
-  // q, then k, v and the fields (o is replaced by the sparse CSR).
+  ArrayRef<std::string> names = abi.args(abi::Step::Indexer);
   argTypes.push_back(memrefOf(cast<VTensorType>(body.getArgument(0).getType())));
-  names.push_back("q");
-  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
+  for (size_t i = 0, e = flow.getCacheTensorNames().size(); i < e; ++i)
     argTypes.push_back(
         memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
-    names.push_back(name.str());
-  }
-  for (StringRef name : {"dense_kv_indptr", "dense_kv_indices",
-                         "sparse_kv_indptr", "sparse_kv_indices"}) {
-    argTypes.push_back(i32Vec);
-    names.push_back(name.str());
-  }
+  while (argTypes.size() < names.size())
+    argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
+                                       abi.elementType(names[argTypes.size()])));
   func::FuncOp func =
       createStepFunction(moduleBuilder, flow, "_indexer", argTypes, names);
   OpBuilder b = OpBuilder::atBlockBegin(&func.front());
@@ -1109,20 +1104,20 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow) {
   return success();
 }
 
-static LogicalResult lowerCache(OpBuilder &moduleBuilder, FlowOp flow) {
+static LogicalResult lowerCache(OpBuilder &moduleBuilder, FlowOp flow,
+                                const abi::FlowABI &abi) {
   Location loc = flow.getLoc();
   Block &body = flow.getCacheBody();
+  // The ABI's order: k, v and the fields, then the block ids.
   SmallVector<Type> argTypes;
-  SmallVector<std::string> names;
-  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
-    auto t = cast<VTensorType>(body.getArgument(i).getType());
+  ArrayRef<std::string> names = abi.args(abi::Step::Cache);
+  for (BlockArgument arg : body.getArguments()) {
+    auto t = cast<VTensorType>(arg.getType());
     argTypes.push_back(memrefOf(t.isSlotted() ? t.withFormat(Format::Paged)
                                               : t));
-    names.push_back(name.str());
   }
   argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
-                                     IntegerType::get(flow.getContext(), 32)));
-  names.push_back("block_ids");
+                                     abi.elementType(abi::kBlockIds)));
   func::FuncOp func =
       createStepFunction(moduleBuilder, flow, "_cache", argTypes, names);
   OpBuilder b = OpBuilder::atBlockBegin(&func.front());
@@ -1159,8 +1154,16 @@ struct ConvertVortexToLinalgPass
     SmallVector<FlowOp> flows(module.getOps<FlowOp>());
     for (FlowOp flow : flows) {
       OpBuilder b(flow);
-      if (failed(lowerIndexer(b, flow)) || failed(lowerCache(b, flow)))
+      abi::FlowABI abi = abi::FlowABI::get(flow, abi::Storage::F32);
+      if (failed(lowerIndexer(b, flow, abi)) || failed(lowerCache(b, flow, abi)))
         return signalPassFailure();
+      // The manifest describes one flow: a module of several has none.
+      if (flows.size() == 1) {
+        std::string prefix = "_mlir_ciface_" + abi.flow;
+        abi.addHostStep(abi::Step::Indexer, prefix + "_indexer");
+        abi.addHostStep(abi::Step::Cache, prefix + "_cache");
+        module->setAttr(abi::kManifestAttrName, abi.toManifest(b, "cpu"));
+      }
       flow.erase();
     }
     // Vortex values only have a meaning inside a flow (their formats are

@@ -4,21 +4,36 @@
 
 // Quest: one persistent score kernel, the top-k, and one cache kernel.
 
+// The manifest (version 2), keys sorted: per step the argument order, the
+// tensors the step writes, then its kernels in launch order.
 // CHECK: module attributes {gpu.container_module, vortex.manifest = {
-// CHECK-SAME: flow = "gqa_quest_sparse_attention"
-// CHECK-SAME: module = "gqa_quest_sparse_attention_kernels"
-// CHECK-SAME: steps = {cache = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
+// CHECK-SAME: backend = "cuda"
+// CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64
+// CHECK-SAME: flow = "gqa_quest_sparse_attention", source_hash = "{{[0-9a-f]{64}"}}
+// CHECK-SAME: steps = {cache = {args = ["k", "v", "max", "min", "block_ids"]
+// CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
+// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "max"}, {kind = "buffer", name = "min"}]
 // CHECK-SAME: reads = ["k", "block_ids"]
-// CHECK-SAME: writes = ["max", "min"]
-// CHECK-SAME: indexer = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
+// CHECK-SAME: writes = ["max", "min"]}]
+// CHECK-SAME: writes = ["max", "min"]}
+// CHECK-SAME: indexer = {args = ["q", "k", "v", "max", "min", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
 // CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
 // CHECK-SAME: writes = ["scratch0"]
 // CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
+// CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
 // CHECK-SAME: shared_bytes = 32768
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
+// CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
 // CHECK-SAME: tensors = {
+// CHECK-SAME: block_ids = {dtype = "i32", role = "input", shape = ["num_new"]}
+// CHECK-SAME: max = {dtype = "bf16", role = "cache", shape = ["num_blocks", 1, 128]}
 // CHECK-SAME: q = {dtype = "bf16", role = "input", shape = ["rows", 8, 128]}
 // CHECK-SAME: scratch0 = {dtype = "f32", role = "scratch", shape = ["total", 1, 1]}
+// CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
+// CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
+// CHECK-SAME: version = 2 : i64}}
 
 // CHECK: gpu.module @gqa_quest_sparse_attention_kernels
 // CHECK: gpu.func @gqa_quest_sparse_attention_indexer_w0(
@@ -78,7 +93,7 @@
 
 // Softmax over the blocks of each row is its own kernel between the score
 // and the max over heads.
-// SCAN: indexer = [{{.*}}kernel = "gqa_block_sparse_attention_indexer_w0"{{.*}}kernel = "gqa_block_sparse_attention_indexer_s1"{{.*}}kernel = "gqa_block_sparse_attention_indexer_w2"{{.*}}kernel = "gqa_block_sparse_attention_indexer_topk"
+// SCAN: indexer = {args = [{{.*}}kernels = [{{.*}}kernel = "gqa_block_sparse_attention_indexer_w0"{{.*}}kernel = "gqa_block_sparse_attention_indexer_s1"{{.*}}kernel = "gqa_block_sparse_attention_indexer_w2"{{.*}}kernel = "gqa_block_sparse_attention_indexer_topk"
 // SCAN: gpu.func @gqa_block_sparse_attention_indexer_s1(
 // SCAN: gpu.block_id x
 // SCAN: gpu.all_reduce maximumf

@@ -1,4 +1,5 @@
 // RUN: vortex-opt %s --convert-vortex-to-linalg | FileCheck %s
+// RUN: vortex-opt %s --convert-vortex-to-linalg | FileCheck %s --check-prefix=NOOPS
 
 // The centroid flow: mean over heads, a contraction against the gathered
 // centroids, and the per-row top-k, plus the cache-side mean and write-back.
@@ -26,6 +27,34 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
   vortex.topk %s into %o : !s into !o
 }
 
+// The module gets the flow's manifest (version 2) for the CPU: every float
+// tensor is stored as f32, and each step is one host function, the C
+// interface of the step, taking every argument as a buffer in call order.
+// CHECK: module attributes {vortex.manifest = {
+// CHECK-SAME: backend = "cpu"
+// CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64, intermediate_dtype = "bf16", kv_dtype = "bf16"
+// CHECK-SAME: flow = "bs", source_hash = "{{[0-9a-f]{64}"}}
+// CHECK-SAME: steps = {cache = {args = ["k", "v", "centroids", "block_ids"]
+// CHECK-SAME: kernels = [{block = [1, 1, 1], grid = {kind = "host"}, kernel = "_mlir_ciface_bs_cache"
+// CHECK-SAME: params = [{kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "block_ids"}]
+// CHECK-SAME: reads = ["k", "v", "centroids", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
+// CHECK-SAME: writes = ["centroids"]}
+// CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: kernels = [{block = [1, 1, 1], grid = {kind = "host"}, kernel = "_mlir_ciface_bs_indexer"
+// CHECK-SAME: params = [{kind = "buffer", name = "q"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "buffer", name = "sparse_kv_indptr"}, {kind = "buffer", name = "sparse_kv_indices"}]
+// CHECK-SAME: reads = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["sparse_kv_indptr", "sparse_kv_indices"]}]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
+// CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
+// CHECK-SAME: tensors = {block_ids = {dtype = "i32", role = "input", shape = ["num_new"]}
+// CHECK-SAME: centroids = {dtype = "f32", role = "cache", shape = ["num_blocks", 1, 128]}
+// CHECK-SAME: dense_kv_indices = {dtype = "i32", role = "input", shape = ["total"]}
+// CHECK-SAME: dense_kv_indptr = {dtype = "i32", role = "input", shape = ["rows+1"]}
+// CHECK-SAME: k = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}
+// CHECK-SAME: q = {dtype = "f32", role = "input", shape = ["rows", 8, 128]}
+// CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
+// CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
+// CHECK-SAME: v = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}}
+// CHECK-SAME: version = 2 : i64}}
 // CHECK-NOT: vortex.
 // CHECK-LABEL: func.func @bs_indexer(
 // CHECK-SAME: %[[Q:[^:]+]]: memref<?x8x128xf32> {vortex.name = "q"}
@@ -84,3 +113,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: tensor.extract_slice
 // CHECK: tensor.insert_slice
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[CF]]
+
+// No vortex op is left anywhere (only the manifest and the argument names
+// carry the prefix).
+// NOOPS-NOT: {{^ *(%[^ ]+ = )?vortex\.}}

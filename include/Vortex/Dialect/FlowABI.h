@@ -1,0 +1,133 @@
+//===- FlowABI.h - The one description of a compiled flow -------*- C++ -*-===//
+//
+// What a compiled `vortex.flow` exchanges with its caller: the tensors (name,
+// role, dtype, symbolic shape), the symbols that size them, the two steps
+// with their argument order and the tensors each writes, and the kernels
+// each step launches with their reads and writes. Both back ends
+// (convert-vortex-to-linalg for the CPU, convert-vortex-to-gpu) build it
+// here and serialize it into the same versioned manifest (docs/manifest.md);
+// the Python runtime reads nothing else. The names below are the only
+// spelling of the ABI in C++.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_DIALECT_FLOWABI_H
+#define VORTEX_DIALECT_FLOWABI_H
+
+#include "Vortex/Dialect/VortexOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::vortex::abi {
+
+/// Manifest format version; bump on any incompatible change.
+inline constexpr int64_t kManifestVersion = 2;
+/// The module attribute that carries a lowered flow's manifest.
+inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
+
+// Tensor names. The cache tensors are `k`, `v` and the declared fields.
+inline constexpr llvm::StringLiteral kQuery = "q";
+inline constexpr llvm::StringLiteral kDenseIndptr = "dense_kv_indptr";
+inline constexpr llvm::StringLiteral kDenseIndices = "dense_kv_indices";
+inline constexpr llvm::StringLiteral kSparseIndptr = "sparse_kv_indptr";
+inline constexpr llvm::StringLiteral kSparseIndices = "sparse_kv_indices";
+inline constexpr llvm::StringLiteral kBlockIds = "block_ids";
+
+// Symbols: the runtime binds them from the shapes of their defining tensors.
+inline constexpr llvm::StringLiteral kRows = "rows";
+inline constexpr llvm::StringLiteral kTotal = "total";
+inline constexpr llvm::StringLiteral kNumBlocks = "num_blocks";
+inline constexpr llvm::StringLiteral kNumNew = "num_new";
+
+enum class Role { Input, Cache, Output, Scratch };
+enum class Step { Indexer, Cache };
+llvm::StringRef stringifyRole(Role role);
+llvm::StringRef stringifyStep(Step step);
+
+/// A symbol and the tensor whose leading extent defines it.
+struct SymbolDef {
+  llvm::StringLiteral name;
+  llvm::StringLiteral tensor;
+};
+/// In binding order.
+llvm::ArrayRef<SymbolDef> getSymbols();
+
+/// A kernel parameter: a buffer (a manifest tensor) or an i32 scalar symbol.
+struct Param {
+  std::string name;
+  bool isBuffer;
+  Type elementType; // buffers only
+};
+
+/// A tensor known to the runtime; `shape` holds symbols ("rows", "rows+1")
+/// or integers, as strings.
+struct TensorRecord {
+  Role role;
+  Type elementType;
+  SmallVector<std::string> shape;
+};
+
+/// One launch of a step: a GPU kernel (grid kinds "persistent", "rows",
+/// "items") or the CPU step function (grid kind "host").
+struct KernelRecord {
+  std::string name;
+  Step step;
+  std::string gridKind;
+  int64_t ctasPerSM = 0; // persistent
+  std::string itemsOf;   // items
+  int64_t perCTA = 0;    // items
+  int64_t threads = 1;
+  int64_t sharedBytes = 0;
+  SmallVector<Param> params;
+  SmallVector<std::string> reads, writes;
+};
+
+/// How float tensors are stored: in the flow's dtypes (GPU) or as f32 (the
+/// CPU lowering computes and stores everything in f32).
+enum class Storage { FlowDtypes, F32 };
+
+/// The ABI of one flow. The flow tensors and the step signatures come from
+/// `get`; a back end appends its scratch tensors and its kernels.
+struct FlowABI {
+  std::string flow;
+  FlowConfigAttr config;
+  /// Hash of the flow as it reaches the back end: equal for the CPU and the
+  /// GPU build of one flow, so both serve one torch op.
+  std::string sourceHash;
+  std::map<std::string, TensorRecord> tensors;
+  /// Step arguments in call order, and the ones each step writes.
+  SmallVector<std::string> indexerArgs, cacheArgs;
+  SmallVector<std::string> indexerWrites, cacheWrites;
+  std::vector<KernelRecord> kernels;
+
+  static FlowABI get(FlowOp flow, Storage storage);
+
+  ArrayRef<std::string> args(Step step) const {
+    return step == Step::Indexer ? indexerArgs : cacheArgs;
+  }
+  ArrayRef<std::string> writes(Step step) const {
+    return step == Step::Indexer ? indexerWrites : cacheWrites;
+  }
+  /// The element type of tensor `name` (which must exist).
+  Type elementType(llvm::StringRef name) const;
+  /// Records the step function of a host (CPU) back end as the step's one
+  /// kernel: every argument a buffer, in call order.
+  void addHostStep(Step step, llvm::StringRef symbol);
+
+  /// The manifest as a dictionary attribute (docs/manifest.md); `backend`
+  /// is "cpu" or "cuda". Tools add the target and the artifact file names.
+  DictionaryAttr toManifest(Builder &b, llvm::StringRef backend) const;
+};
+
+/// The manifest dtype name of a type: "bf16", "f16", "f32", "f8E4M3FN",
+/// "f8E5M2", "i32".
+std::string dtypeName(Type t);
+
+} // namespace mlir::vortex::abi
+
+#endif // VORTEX_DIALECT_FLOWABI_H

@@ -1,0 +1,248 @@
+//===- FlowABI.cpp - The one description of a compiled flow ---------------===//
+
+#include "Vortex/Dialect/FlowABI.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::abi;
+
+StringRef abi::stringifyRole(Role role) {
+  switch (role) {
+  case Role::Input:
+    return "input";
+  case Role::Cache:
+    return "cache";
+  case Role::Output:
+    return "output";
+  case Role::Scratch:
+    return "scratch";
+  }
+  llvm_unreachable("unknown role");
+}
+
+StringRef abi::stringifyStep(Step step) {
+  return step == Step::Indexer ? "indexer" : "cache";
+}
+
+ArrayRef<SymbolDef> abi::getSymbols() {
+  static const SymbolDef symbols[] = {{kRows, kDenseIndptr},
+                                      {kTotal, kDenseIndices},
+                                      {kNumBlocks, "k"},
+                                      {kNumNew, kBlockIds}};
+  return symbols;
+}
+
+std::string abi::dtypeName(Type t) {
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (t.isF32())
+    return "f32";
+  if (isa<Float8E4M3FNType>(t))
+    return "f8E4M3FN";
+  if (isa<Float8E5M2Type>(t))
+    return "f8E5M2";
+  return "i32";
+}
+
+static std::string hashFlow(FlowOp flow) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  flow->print(os, OpPrintingFlags().useLocalScope());
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
+                     /*LowerCase=*/true);
+}
+
+/// Fields a step body writes, in declaration order.
+static SmallVector<std::string> writtenFields(Block &body,
+                                              ArrayRef<StringRef> names,
+                                              unsigned firstCacheArg) {
+  llvm::SmallDenseSet<Value> written;
+  body.walk([&](Operation *op) {
+    if (auto save = dyn_cast<SaveOp>(op))
+      written.insert(save.getField());
+    else if (auto write = dyn_cast<WriteOp>(op))
+      written.insert(write.getField());
+    else if (auto fill = dyn_cast<FillOp>(op))
+      written.insert(fill.getField());
+  });
+  SmallVector<std::string> out;
+  for (auto [i, name] : llvm::enumerate(names))
+    if (written.contains(body.getArgument(firstCacheArg + i)))
+      out.push_back(name.str());
+  return out;
+}
+
+FlowABI FlowABI::get(FlowOp flow, Storage storage) {
+  FlowABI abi;
+  abi.flow = flow.getSymName().str();
+  abi.config = flow.getConfig();
+  abi.sourceHash = hashFlow(flow);
+  MLIRContext *ctx = flow.getContext();
+  auto stored = [&](Type t) -> Type {
+    return storage == Storage::F32 && isa<FloatType>(t) ? Float32Type::get(ctx)
+                                                        : t;
+  };
+  auto add = [&](StringRef name, Role role, Type type,
+                 SmallVector<std::string> shape) {
+    abi.tensors[name.str()] = TensorRecord{role, stored(type), std::move(shape)};
+  };
+  Block &indexer = flow.getIndexerBody(), &cache = flow.getCacheBody();
+  SmallVector<StringRef> names = flow.getCacheTensorNames();
+  auto q = cast<VTensorType>(indexer.getArgument(0).getType());
+  add(kQuery, Role::Input, q.getElementType(),
+      {kRows.str(), std::to_string(q.getD0()), std::to_string(q.getD1())});
+  for (auto [i, name] : llvm::enumerate(names)) {
+    auto t = cast<VTensorType>(indexer.getArgument(2 + i).getType());
+    add(name, Role::Cache, t.getElementType(),
+        {kNumBlocks.str(), std::to_string(t.getD0()),
+         std::to_string(t.getD1())});
+  }
+  auto i32 = IntegerType::get(ctx, 32);
+  std::string rowsPlusOne = (kRows + "+1").str();
+  add(kDenseIndptr, Role::Input, i32, {rowsPlusOne});
+  add(kDenseIndices, Role::Input, i32, {kTotal.str()});
+  add(kSparseIndptr, Role::Output, i32, {rowsPlusOne});
+  add(kSparseIndices, Role::Output, i32, {kTotal.str()});
+  add(kBlockIds, Role::Input, i32, {kNumNew.str()});
+
+  // o (the indexer's second argument) becomes the sparse CSR.
+  abi.indexerArgs.push_back(kQuery.str());
+  for (StringRef name : names)
+    abi.indexerArgs.push_back(name.str());
+  for (StringRef name :
+       {kDenseIndptr, kDenseIndices, kSparseIndptr, kSparseIndices})
+    abi.indexerArgs.push_back(name.str());
+  for (StringRef name : names)
+    abi.cacheArgs.push_back(name.str());
+  abi.cacheArgs.push_back(kBlockIds.str());
+
+  abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
+  abi.indexerWrites.push_back(kSparseIndptr.str());
+  abi.indexerWrites.push_back(kSparseIndices.str());
+  abi.cacheWrites = writtenFields(cache, names, /*firstCacheArg=*/0);
+  return abi;
+}
+
+Type FlowABI::elementType(StringRef name) const {
+  auto it = tensors.find(name.str());
+  assert(it != tensors.end() && "not a tensor of the flow");
+  return it->second.elementType;
+}
+
+void FlowABI::addHostStep(Step step, StringRef symbol) {
+  KernelRecord rec;
+  rec.name = symbol.str();
+  rec.step = step;
+  rec.gridKind = "host";
+  for (const std::string &arg : args(step)) {
+    rec.params.push_back({arg, true, elementType(arg)});
+    if (!llvm::is_contained(writes(step), arg) ||
+        tensors.at(arg).role == Role::Cache)
+      rec.reads.push_back(arg);
+  }
+  llvm::append_range(rec.writes, writes(step));
+  kernels.push_back(std::move(rec));
+}
+
+static Attribute strArray(Builder &b, ArrayRef<std::string> items) {
+  SmallVector<Attribute> attrs;
+  for (const std::string &s : items)
+    attrs.push_back(b.getStringAttr(s));
+  return b.getArrayAttr(attrs);
+}
+
+static DictionaryAttr configAttr(Builder &b, FlowConfigAttr c) {
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("block_size", b.getI64IntegerAttr(c.getBlockSize())),
+       b.getNamedAttr("page_size", b.getI64IntegerAttr(c.getPageSize())),
+       b.getNamedAttr("head_dim", b.getI64IntegerAttr(c.getHeadDim())),
+       b.getNamedAttr("group_size", b.getI64IntegerAttr(c.getGroupSize())),
+       b.getNamedAttr("topk_val", b.getI64IntegerAttr(c.getTopkVal())),
+       b.getNamedAttr("topk_ratio",
+                      b.getF64FloatAttr(c.getTopkRatio().getValueAsDouble())),
+       b.getNamedAttr("reserved_bos", b.getI64IntegerAttr(c.getReservedBos())),
+       b.getNamedAttr("reserved_eos", b.getI64IntegerAttr(c.getReservedEos())),
+       b.getNamedAttr("intermediate_dtype",
+                      b.getStringAttr(dtypeName(c.getIntermediateDtype()))),
+       b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(c.getKvDtype())))});
+}
+
+static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
+  SmallVector<NamedAttribute> grid = {
+      b.getNamedAttr("kind", b.getStringAttr(k.gridKind))};
+  if (k.gridKind == "persistent")
+    grid.push_back(
+        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(k.ctasPerSM)));
+  if (k.gridKind == "items") {
+    grid.push_back(b.getNamedAttr("of", b.getStringAttr(k.itemsOf)));
+    grid.push_back(b.getNamedAttr("per_cta", b.getI64IntegerAttr(k.perCTA)));
+  }
+  SmallVector<Attribute> params;
+  for (const Param &p : k.params)
+    params.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(p.name)),
+         b.getNamedAttr("kind",
+                        b.getStringAttr(p.isBuffer ? "buffer" : "scalar"))}));
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("kernel", b.getStringAttr(k.name)),
+       b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
+       b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
+                                               b.getI64IntegerAttr(1),
+                                               b.getI64IntegerAttr(1)})),
+       b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
+       b.getNamedAttr("params", b.getArrayAttr(params)),
+       b.getNamedAttr("reads", strArray(b, k.reads)),
+       b.getNamedAttr("writes", strArray(b, k.writes))});
+}
+
+DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
+  SmallVector<NamedAttribute> tensorAttrs;
+  for (const auto &[name, rec] : tensors) {
+    SmallVector<Attribute> shape;
+    for (const std::string &d : rec.shape) {
+      int64_t v;
+      if (!StringRef(d).getAsInteger(10, v))
+        shape.push_back(b.getI64IntegerAttr(v));
+      else
+        shape.push_back(b.getStringAttr(d));
+    }
+    tensorAttrs.push_back(b.getNamedAttr(
+        name, b.getDictionaryAttr(
+                  {b.getNamedAttr("role", b.getStringAttr(stringifyRole(
+                                              rec.role))),
+                   b.getNamedAttr("dtype",
+                                  b.getStringAttr(dtypeName(rec.elementType))),
+                   b.getNamedAttr("shape", b.getArrayAttr(shape))})));
+  }
+  SmallVector<NamedAttribute> symbols;
+  for (const SymbolDef &s : getSymbols())
+    symbols.push_back(b.getNamedAttr(s.name, b.getStringAttr(s.tensor)));
+  auto stepAttr = [&](Step step) {
+    SmallVector<Attribute> launches;
+    for (const KernelRecord &k : kernels)
+      if (k.step == step)
+        launches.push_back(kernelAttr(b, k));
+    return b.getDictionaryAttr(
+        {b.getNamedAttr("args", strArray(b, args(step))),
+         b.getNamedAttr("writes", strArray(b, writes(step))),
+         b.getNamedAttr("kernels", b.getArrayAttr(launches))});
+  };
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
+       b.getNamedAttr("flow", b.getStringAttr(flow)),
+       b.getNamedAttr("backend", b.getStringAttr(backend)),
+       b.getNamedAttr("source_hash", b.getStringAttr(sourceHash)),
+       b.getNamedAttr("config", configAttr(b, config)),
+       b.getNamedAttr("symbols", b.getDictionaryAttr(symbols)),
+       b.getNamedAttr("tensors", b.getDictionaryAttr(tensorAttrs)),
+       b.getNamedAttr("steps",
+                      b.getDictionaryAttr(
+                          {b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
+                           b.getNamedAttr("cache", stepAttr(Step::Cache))}))});
+}

@@ -1,0 +1,666 @@
+"""The compiled-flow manifest (docs/manifest.md) and the one argument
+validator of both back ends.
+
+`vortex-compile` writes `<flow>.manifest.json` next to the artifacts of a
+flow (a shared object for the CPU, PTX and a cubin for a GPU). It is the
+only thing the Python side reads about a compiled flow: its tensors (name,
+role, dtype, symbolic shape), the symbols that size them, the two steps
+with their argument order and the tensors each writes, and the kernels each
+step launches. This module parses and checks it, validates step arguments
+against it (numpy arrays or torch tensors, duck-typed, without reading
+device memory), checks CSR values on demand, and holds the selection
+budget rule. It imports neither torch nor a GPU library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
+
+__all__ = [
+    "MANIFEST_VERSION", "DTYPES", "SYMBOLS", "Dim", "KernelSpec", "Manifest",
+    "ParamSpec", "StepSpec", "TensorSpec", "budget", "check_csr",
+    "dtype_name", "grid_size", "resolve_symbols", "selected_count",
+    "validate_step",
+]
+
+MANIFEST_VERSION = 2
+
+# Manifest dtype -> (torch dtype name, numpy dtype name or None, bytes).
+DTYPES: Dict[str, Tuple[str, Optional[str], int]] = {
+    "bf16": ("bfloat16", None, 2),
+    "f16": ("float16", "float16", 2),
+    "f32": ("float32", "float32", 4),
+    "f64": ("float64", "float64", 8),
+    "f8E4M3FN": ("float8_e4m3fn", None, 1),
+    "f8E5M2": ("float8_e5m2", None, 1),
+    "i8": ("int8", "int8", 1),
+    "i32": ("int32", "int32", 4),
+    "i64": ("int64", "int64", 8),
+}
+_BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
+_BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
+
+SYMBOLS = ("rows", "total", "num_blocks", "num_new")
+_ROLES = ("input", "cache", "output", "scratch")
+_GRIDS = ("persistent", "rows", "items", "fixed", "host")
+INT32_MAX = 2 ** 31 - 1
+
+
+# ---------------------------------------------------------------------------
+# The budget rule (docs/contract.md): the one definition on the Python side.
+# ---------------------------------------------------------------------------
+
+def budget(config: Mapping[str, Any], n: int) -> int:
+    """Blocks a row of n blocks keeps when it needs selection:
+    max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio))."""
+    fixed = (int(config["topk_val"]) + int(config["reserved_bos"])
+             + int(config["reserved_eos"]))
+    return max(fixed, int(n * float(config["topk_ratio"])))
+
+
+def selected_count(config: Mapping[str, Any], n: int) -> int:
+    """Entries of a row of n blocks in the sparse CSR."""
+    return min(n, budget(config, n))
+
+
+# ---------------------------------------------------------------------------
+# Manifest
+# ---------------------------------------------------------------------------
+
+_DIM_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:([+\-*])\s*(\d+))?\s*$")
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One extent of a manifest shape: a constant (`symbol is None`) or
+    `symbol op const` with op in '+', '-', '*' (e.g. "rows+1")."""
+    symbol: Optional[str]
+    op: str = "+"
+    const: int = 0
+
+    @staticmethod
+    def parse(x: Union[int, str]) -> "Dim":
+        if isinstance(x, bool):
+            raise ValueError(f"bad shape entry {x!r}")
+        if isinstance(x, int):
+            if x < 0:
+                raise ValueError(f"negative extent {x}")
+            return Dim(None, "+", x)
+        if isinstance(x, str):
+            s = x.strip()
+            if s.isdigit():
+                return Dim(None, "+", int(s))
+            m = _DIM_RE.match(s)
+            if m:
+                op = m.group(2) or "+"
+                c = int(m.group(3)) if m.group(3) else (1 if op == "*" else 0)
+                if op == "*" and c == 0:
+                    raise ValueError(f"bad shape entry {x!r}")
+                return Dim(m.group(1), op, c)
+        raise ValueError(f"bad shape entry {x!r}")
+
+    def value(self, symbols: Mapping[str, int]) -> int:
+        if self.symbol is None:
+            return self.const
+        v = symbols[self.symbol]
+        if self.op == "+":
+            return v + self.const
+        if self.op == "-":
+            return v - self.const
+        return v * self.const
+
+    def solve(self, extent: int) -> Optional[int]:
+        """The symbol value giving `extent`, or None if there is none."""
+        if self.op == "+":
+            v = extent - self.const
+        elif self.op == "-":
+            v = extent + self.const
+        else:
+            if extent % self.const:
+                return None
+            v = extent // self.const
+        return v if v >= 0 else None
+
+    def __str__(self) -> str:
+        if self.symbol is None:
+            return str(self.const)
+        if self.op == "*" and self.const == 1 or (
+                self.op in "+-" and self.const == 0):
+            return self.symbol
+        return f"{self.symbol}{self.op}{self.const}"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    role: str
+    dtype: str
+    shape: Tuple[Dim, ...]
+
+    @property
+    def torch_dtype(self) -> str:
+        return "torch." + DTYPES[self.dtype][0]
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype][2]
+
+    def extents(self, symbols: Mapping[str, int]) -> Tuple[int, ...]:
+        return tuple(d.value(symbols) for d in self.shape)
+
+    def inner_numel(self) -> int:
+        """Elements per leading index (the static inner extents)."""
+        n = 1
+        for d in self.shape[1:]:
+            if d.symbol is not None:
+                raise ValueError(f"{self.name}: symbolic inner extent {d}")
+            n *= d.const
+        return n
+
+    def format_shape(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.shape) + "]"
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str                      # "buffer" | "scalar"
+    dtype: str = "i32"             # scalars: "i32" (default) or "i64"
+    value: Optional[int] = None    # scalars with a constant value
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    kernel: str
+    grid: Dict[str, Any]
+    block: Tuple[int, int, int]
+    shared_bytes: int
+    params: Tuple[ParamSpec, ...]
+    reads: Tuple[str, ...]
+    writes: Tuple[str, ...]
+
+    def buffers(self) -> List[str]:
+        return [p.name for p in self.params if p.kind == "buffer"]
+
+    def is_selection(self) -> bool:
+        """Writes the sparse CSR (the top-k part of a step)."""
+        return bool({"sparse_kv_indptr", "sparse_kv_indices"} &
+                    set(self.writes))
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    args: Tuple[str, ...]          # call order
+    writes: Tuple[str, ...]        # the arguments the step writes
+    kernels: Tuple[KernelSpec, ...]
+
+
+def _fail(where: str, what: str) -> ValueError:
+    return ValueError(f"{where}: {what}")
+
+
+class Manifest:
+    """A parsed and checked `<flow>.manifest.json` (docs/manifest.md)."""
+
+    def __init__(self, data: Mapping[str, Any], base_dir: str = "."):
+        self.data = data
+        self.base_dir = base_dir
+        where = "manifest"
+        try:
+            version = data["version"]
+            self.flow: str = str(data["flow"])
+            self.backend: str = str(data["backend"])
+            self.target: str = str(data.get("target", ""))
+            self.artifacts: Dict[str, str] = dict(data.get("artifacts", {}))
+            self.source_hash: str = str(data.get("source_hash", ""))
+            self.config: Dict[str, Any] = dict(data["config"])
+            raw_symbols = dict(data["symbols"])
+            raw_tensors = data["tensors"]
+            raw_steps = data["steps"]
+        except (KeyError, TypeError, ValueError) as err:
+            raise _fail(where, f"missing or malformed key {err}") from err
+        if version != MANIFEST_VERSION:
+            raise _fail(where, f"unsupported version {version!r} (this "
+                        f"runtime reads version {MANIFEST_VERSION}; "
+                        "recompile the flow)")
+        if self.backend not in ("cpu", "cuda"):
+            raise _fail(where, f"unknown backend {self.backend!r}")
+        if not re.fullmatch(r"[A-Za-z_][\w]*", self.flow):
+            raise _fail(where, f"flow name {self.flow!r} is not an identifier")
+        for key in ("block_size", "head_dim", "group_size", "topk_val",
+                    "topk_ratio", "reserved_bos", "reserved_eos"):
+            if key not in self.config:
+                raise _fail(where, f"config has no {key!r}")
+
+        self.tensors: Dict[str, TensorSpec] = {}
+        for name, t in raw_tensors.items():
+            self.tensors[name] = self._parse_tensor(f"{where}: tensor {name!r}",
+                                                    name, t)
+        self.symbols: Dict[str, str] = {}
+        for sym, tensor in raw_symbols.items():
+            if sym not in SYMBOLS or tensor not in self.tensors:
+                raise _fail(where, f"symbol {sym!r} defined by unknown "
+                            f"tensor {tensor!r}")
+            self.symbols[sym] = str(tensor)
+        self.steps: Dict[str, StepSpec] = {}
+        for step in ("indexer", "cache"):
+            if step not in raw_steps:
+                raise _fail(where, f"no {step!r} step")
+            self.steps[step] = self._parse_step(f"{where}: step {step!r}",
+                                                step, raw_steps[step])
+
+    def _parse_tensor(self, where: str, name: str, t: Any) -> TensorSpec:
+        try:
+            role, dtype, shape = t["role"], t["dtype"], list(t["shape"])
+        except (KeyError, TypeError) as err:
+            raise _fail(where, f"missing {err}") from err
+        if role not in _ROLES:
+            raise _fail(where, f"unknown role {role!r}")
+        if dtype not in DTYPES:
+            raise _fail(where, f"unknown dtype {dtype!r}")
+        try:
+            dims = tuple(Dim.parse(x) for x in shape)
+        except ValueError as err:
+            raise _fail(where, str(err)) from err
+        for d in dims:
+            if d.symbol is not None and d.symbol not in SYMBOLS:
+                raise _fail(where, f"unknown symbol {d.symbol!r} in its shape")
+        return TensorSpec(name, role, dtype, dims)
+
+    def _parse_step(self, where: str, step: str, raw: Any) -> StepSpec:
+        try:
+            args = tuple(str(a) for a in raw["args"])
+            writes = tuple(str(a) for a in raw["writes"])
+            kernels = tuple(self._parse_kernel(f"{where} kernel #{i}", k)
+                            for i, k in enumerate(raw["kernels"]))
+        except (KeyError, TypeError) as err:
+            raise _fail(where, f"missing or malformed key {err}") from err
+        for a in args + writes:
+            if a not in self.tensors:
+                raise _fail(where, f"unknown tensor {a!r}")
+            if self.tensors[a].role == "scratch":
+                raise _fail(where, f"scratch tensor {a!r} is an argument")
+        if len(set(args)) != len(args):
+            raise _fail(where, "an argument repeats")
+        for w in writes:
+            if w not in args:
+                raise _fail(where, f"writes {w!r}, which is not an argument")
+        for k in kernels:
+            for t in k.writes:
+                if self.tensors[t].role != "scratch" and t not in writes:
+                    raise _fail(where, f"kernel {k.kernel} writes {t!r}, "
+                                "which the step does not declare")
+        return StepSpec(step, args, writes, kernels)
+
+    def _parse_kernel(self, where: str, k: Mapping[str, Any]) -> KernelSpec:
+        try:
+            name = str(k["kernel"])
+            grid = dict(k["grid"])
+            block = tuple(int(x) for x in k.get("block", (1, 1, 1)))
+            shared = int(k.get("shared_bytes", 0))
+            raw_params = list(k["params"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise _fail(where, f"missing or malformed key {err}") from err
+        where = f"{where} ({name})"
+        if not 1 <= len(block) <= 3 or any(b < 1 for b in block):
+            raise _fail(where, f"bad block {list(block)}")
+        block = tuple(list(block) + [1] * (3 - len(block)))
+        if shared < 0:
+            raise _fail(where, "negative shared_bytes")
+        kind = grid.get("kind")
+        if kind not in _GRIDS:
+            raise _fail(where, f"unknown grid kind {kind!r}")
+        if (kind == "host") != (self.backend == "cpu"):
+            raise _fail(where, f"grid kind {kind!r} on backend "
+                        f"{self.backend!r}")
+        if kind == "persistent":
+            grid.setdefault("ctas_per_sm", 1)
+            if int(grid["ctas_per_sm"]) < 1:
+                raise _fail(where, "grid ctas_per_sm < 1")
+        elif kind == "items":
+            if grid.get("of") not in SYMBOLS:
+                raise _fail(where, "grid 'items' of unknown symbol "
+                            f"{grid.get('of')!r}")
+            grid.setdefault("per_cta", 1)
+            if int(grid["per_cta"]) < 1:
+                raise _fail(where, "grid per_cta < 1")
+        elif kind == "fixed" and int(grid.get("x", 0)) < 1:
+            raise _fail(where, "grid 'fixed' needs x >= 1")
+        params = tuple(self._parse_param(where, p) for p in raw_params)
+        reads = tuple(str(x) for x in k.get("reads", ()))
+        writes = tuple(str(x) for x in k.get("writes", ()))
+        for t in reads + writes:
+            if t not in self.tensors:
+                raise _fail(where, f"reads/writes unknown tensor {t!r}")
+        return KernelSpec(name, grid, block, shared, params, reads, writes)
+
+    def _parse_param(self, where: str, p: Any) -> ParamSpec:
+        try:
+            pname, pkind = str(p["name"]), p["kind"]
+        except (KeyError, TypeError) as err:
+            raise _fail(where, f"malformed param {p!r}") from err
+        if pkind == "buffer":
+            if pname not in self.tensors:
+                raise _fail(where, f"buffer param {pname!r} is not a "
+                            "manifest tensor")
+            return ParamSpec(pname, "buffer")
+        if pkind == "scalar":
+            dtype = p.get("dtype", "i32")
+            if dtype not in ("i32", "i64"):
+                raise _fail(where, f"scalar {pname!r} of dtype {dtype!r}")
+            value = p.get("value")
+            if value is None and pname not in SYMBOLS:
+                raise _fail(where, f"scalar param {pname!r} is neither a "
+                            "symbol nor a constant")
+            return ParamSpec(pname, "scalar", dtype,
+                             None if value is None else int(value))
+        raise _fail(where, f"param {pname!r} of unknown kind {pkind!r}")
+
+    @staticmethod
+    def from_file(path: str) -> "Manifest":
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"manifest {path}: {err}") from err
+        return Manifest(data, os.path.dirname(os.path.abspath(path)))
+
+    def artifact(self, kind: str) -> Optional[str]:
+        """Absolute path of an artifact ("library", "ptx", "cubin")."""
+        name = self.artifacts.get(kind)
+        return os.path.join(self.base_dir, name) if name else None
+
+    # -- queries ------------------------------------------------------------
+    @property
+    def fields(self) -> List[Tuple[str, int, int]]:
+        """The declared fields (name, r, c) in declaration order."""
+        out = []
+        for n in self.steps["cache"].args:
+            t = self.tensors[n]
+            if t.role == "cache" and n not in ("k", "v"):
+                out.append((n, t.shape[1].const, t.shape[2].const))
+        return out
+
+    def cache_names(self) -> List[str]:
+        """k, v and the fields, in ABI order."""
+        return [n for n in self.steps["cache"].args
+                if self.tensors[n].role == "cache"]
+
+    def cache_shapes(self, num_blocks: int) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+        """{name: (shape, manifest dtype)} of the cache tensors."""
+        sym = {"num_blocks": num_blocks}
+        return {n: (self.tensors[n].extents(sym), self.tensors[n].dtype)
+                for n in self.cache_names()}
+
+    def kernels(self, step: str,
+                select: Optional[Union[Iterable[str],
+                                       Callable[[KernelSpec], bool]]] = None
+                ) -> List[KernelSpec]:
+        """The step's kernels in launch order, optionally a subset: `select`
+        is a collection of kernel names (each must exist) or a predicate."""
+        if step not in self.steps:
+            raise ValueError(f"unknown step {step!r}")
+        ks = list(self.steps[step].kernels)
+        if select is None:
+            return ks
+        if callable(select):
+            return [k for k in ks if select(k)]
+        names = list(select)
+        known = {k.kernel for k in ks}
+        for n in names:
+            if n not in known:
+                raise ValueError(f"step {step!r} has no kernel {n!r} "
+                                 f"(has {sorted(known)})")
+        return [k for k in ks if k.kernel in set(names)]
+
+    def score_kernels(self) -> List[str]:
+        """Names of the indexer kernels that do not write the selection."""
+        return [k.kernel for k in self.steps["indexer"].kernels
+                if not k.is_selection()]
+
+    def used_tensors(self, kernels: Sequence[KernelSpec]) -> List[str]:
+        seen: List[str] = []
+        for k in kernels:
+            for n in k.buffers() + list(k.reads) + list(k.writes):
+                if n not in seen:
+                    seen.append(n)
+        return seen
+
+    def op_name(self, step: str) -> str:
+        """The torch op of a step: stable across processes and shared by the
+        CPU and the GPU build of one flow (same source hash)."""
+        return f"{self.flow}_{self.source_hash[:12] or 'nohash'}_{step}"
+
+    def schema(self, step: str) -> str:
+        """The torch schema of a step: exactly the written tensors are
+        mutable (k and v never are)."""
+        s = self.steps[step]
+        parts = []
+        aliases = iter("abcdefghijklmnopqrstuvwxyz")
+        for a in s.args:
+            if a in s.writes:
+                parts.append(f"Tensor({next(aliases)}!) {a}")
+            else:
+                parts.append(f"Tensor {a}")
+        return "(" + ", ".join(parts) + ") -> ()"
+
+
+# ---------------------------------------------------------------------------
+# Validation (numpy arrays and torch tensors, duck-typed; no device reads)
+# ---------------------------------------------------------------------------
+
+def dtype_name(t: Any) -> Optional[str]:
+    """The manifest dtype of a numpy array or torch tensor, or None."""
+    s = str(getattr(t, "dtype", None))
+    if s in _BY_TORCH:
+        return _BY_TORCH[s]
+    return _BY_NUMPY.get(s)
+
+
+def _device_of(t: Any) -> Tuple[str, Optional[int]]:
+    dev = getattr(t, "device", None)
+    if dev is None or isinstance(dev, str) and dev == "cpu":
+        return ("cpu", None)       # numpy arrays
+    typ = getattr(dev, "type", None)
+    if typ is None:
+        s = str(dev)
+        typ, _, idx = s.partition(":")
+        return (typ, int(idx) if idx.isdigit() else None)
+    return (typ, getattr(dev, "index", None))
+
+
+def _is_array(t: Any) -> bool:
+    return hasattr(t, "shape") and hasattr(t, "dtype")
+
+
+def _contiguous(t: Any) -> bool:
+    f = getattr(t, "is_contiguous", None)
+    if callable(f):
+        return bool(f())
+    flags = getattr(t, "flags", None)
+    return bool(flags["C_CONTIGUOUS"]) if flags is not None else False
+
+
+def _span(t: Any, itemsize: int) -> Tuple[int, int]:
+    f = getattr(t, "data_ptr", None)
+    lo = int(f()) if callable(f) else int(t.ctypes.data)
+    n = int(t.numel()) if callable(getattr(t, "numel", None)) else int(t.size)
+    return lo, lo + n * itemsize
+
+
+def _fmt_syms(symbols: Mapping[str, int], source: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" + (f" (from {source[k]})" if k in source
+                                   else "")
+                     for k, v in symbols.items()) or "no symbols"
+
+
+def resolve_symbols(manifest: Manifest, tensors: Mapping[str, Any],
+                    names: Sequence[str]) -> Dict[str, int]:
+    """Bind the symbols from the shapes of their defining tensors (the
+    manifest's "symbols" order), then check every listed tensor's shape.
+    A tensor that disagrees raises ValueError naming it."""
+    order = [manifest.symbols[s] for s in manifest.symbols
+             if manifest.symbols[s] in names]
+    order += [n for n in names if n not in order]
+    symbols: Dict[str, int] = {}
+    source: Dict[str, str] = {}
+    for n in order:
+        spec = manifest.tensors[n]
+        shape = tuple(int(x) for x in tensors[n].shape)
+        if len(shape) != len(spec.shape):
+            raise ValueError(f"{n}: rank {len(shape)}, expected "
+                             f"{len(spec.shape)} ({spec.format_shape()})")
+        for axis, (d, e) in enumerate(zip(spec.shape, shape)):
+            if d.symbol is not None and d.symbol not in symbols:
+                v = d.solve(e)
+                if v is None:
+                    raise ValueError(f"{n}: extent {e} of axis {axis} cannot "
+                                     f"be {d} ({spec.format_shape()})")
+                symbols[d.symbol] = v
+                source[d.symbol] = n
+            want = d.value(symbols)
+            if want != e:
+                raise ValueError(
+                    f"{n}: shape {list(shape)} does not match "
+                    f"{spec.format_shape()} with {_fmt_syms(symbols, source)} "
+                    f"(axis {axis}: {e} != {want})")
+    for s, v in symbols.items():
+        if v > INT32_MAX:
+            raise ValueError(f"{source[s]}: {s} = {v} does not fit the "
+                             "kernels' i32 scalars")
+    return symbols
+
+
+def validate_step(manifest: Manifest, step: str, tensors: Mapping[str, Any],
+                  device: Tuple[str, Optional[int]],
+                  may_omit: Sequence[str] = ()) -> Dict[str, int]:
+    """Check every argument of `step`: present, an array, on `device`
+    (("cpu", None) or ("cuda", index)), of the manifest dtype, contiguous,
+    of the right rank and shape, symbols bound consistently, written
+    tensors writeable and not sharing memory with another argument.
+    Arguments in `may_omit` (ones no launched kernel touches) may be
+    absent. Raises ValueError naming the argument; returns the symbols."""
+    spec = manifest.steps[step]
+    dev_type, dev_index = device
+    present = []
+    for n in spec.args:
+        t_spec = manifest.tensors[n]
+        t = tensors.get(n)
+        if t is None and n in may_omit:
+            continue
+        present.append(n)
+        if t is None:
+            raise ValueError(f"{n}: missing (the flow's {t_spec.role} tensor "
+                             f"{t_spec.format_shape()} {t_spec.dtype})")
+        if not _is_array(t):
+            raise ValueError(f"{n}: expected a tensor, got "
+                             f"{type(t).__name__}")
+        typ, idx = _device_of(t)
+        if typ != dev_type:
+            raise ValueError(f"{n}: on {typ}, the flow runs on {dev_type} "
+                             f"(backend {manifest.backend})")
+        if dev_index is not None and idx is not None and idx != dev_index:
+            raise ValueError(f"{n}: on {typ}:{idx}, the other arguments are "
+                             f"on {dev_type}:{dev_index}")
+        got = dtype_name(t)
+        if got != t_spec.dtype:
+            raise ValueError(f"{n}: dtype {getattr(t, 'dtype', None)}, "
+                             f"expected {t_spec.torch_dtype.split('.')[1]} "
+                             f"({t_spec.dtype})")
+        if not _contiguous(t):
+            raise ValueError(f"{n}: must be contiguous")
+        if n in spec.writes:
+            flags = getattr(t, "flags", None)
+            if flags is not None and not flags["WRITEABLE"]:
+                raise ValueError(f"{n}: must be writeable (the step "
+                                 "writes it)")
+    symbols = resolve_symbols(manifest, tensors, present)
+    spans = {n: _span(tensors[n], manifest.tensors[n].itemsize)
+             for n in present}
+    for w in spec.writes:
+        if w not in spans:
+            continue
+        a0, a1 = spans[w]
+        if a0 == a1:
+            continue
+        for n, (b0, b1) in spans.items():
+            if n != w and b0 != b1 and a0 < b1 and b0 < a1:
+                raise ValueError(f"{w}: shares memory with {n} (the step "
+                                 f"writes {w})")
+    return symbols
+
+
+def check_csr(indptr: Sequence[int], indices: Sequence[int],
+              num_blocks: int, rows: Optional[int] = None,
+              unique: bool = False, indptr_name: str = "dense_kv_indptr",
+              indices_name: str = "dense_kv_indices") -> None:
+    """Check CSR values (host lists or arrays): indptr has rows + 1 entries,
+    starts at 0, is non-decreasing and ends at len(indices); block ids in
+    [0, num_blocks); with `unique`, no block id repeats (a flow that saves
+    per-block state). Raises ValueError naming the argument."""
+    ip = [int(x) for x in indptr]
+    ix = [int(x) for x in indices]
+    if rows is not None and len(ip) != rows + 1:
+        raise ValueError(f"{indptr_name}: expected {rows + 1} entries (rows "
+                         f"+ 1, rows = q.shape[0] = {rows}), got {len(ip)}")
+    if not ip or ip[0] != 0:
+        raise ValueError(f"{indptr_name}: must start at 0, starts at "
+                         f"{ip[0] if ip else 'nothing'}")
+    for r, (a, b) in enumerate(zip(ip, ip[1:])):
+        if b < a:
+            raise ValueError(f"{indptr_name}: must be non-decreasing, but "
+                             f"{indptr_name}[{r + 1}] = {b} < "
+                             f"{indptr_name}[{r}] = {a}")
+    if ip[-1] != len(ix):
+        raise ValueError(f"{indptr_name}: must end at len({indices_name}) = "
+                         f"{len(ix)}, ends at {ip[-1]}")
+    for i, b in enumerate(ix):
+        if b < 0 or b >= num_blocks:
+            raise ValueError(f"{indices_name}: block id {b} at position {i} "
+                             f"is out of range [0, {num_blocks}) (num_blocks "
+                             "= k.shape[0])")
+    if unique and len(set(ix)) != len(ix):
+        seen = set()
+        for b in ix:
+            if b in seen:
+                raise ValueError(
+                    f"{indices_name}: block id {b} appears more than once; "
+                    "the flow saves per-block state, so every block may "
+                    "belong to one row only")
+            seen.add(b)
+
+
+def grid_size(spec: KernelSpec, symbols: Mapping[str, int], num_sms: int,
+              max_active: Optional[int] = None) -> Tuple[int, int, int]:
+    """The launch grid. A persistent grid is `ctas_per_sm` CTAs per
+    multiprocessor, capped by how many of this kernel's CTAs fit on one
+    (`max_active`): every CTA of a persistent grid must be resident."""
+    g = spec.grid
+    kind = g["kind"]
+    if kind == "persistent":
+        per_sm = int(g["ctas_per_sm"])
+        if max_active is not None and max_active > 0:
+            per_sm = min(per_sm, int(max_active))
+        x = num_sms * per_sm
+    elif kind == "rows":
+        x = symbols["rows"]
+    elif kind == "items":
+        x = -(-symbols[g["of"]] // int(g["per_cta"]))
+    elif kind == "host":
+        x = 1
+    else:  # fixed
+        x = int(g["x"])
+    return (int(x), int(g.get("y", 1)), int(g.get("z", 1)))
+
+
+def buffer_bytes(manifest: Manifest, name: str,
+                 symbols: Mapping[str, int]) -> int:
+    t = manifest.tensors[name]
+    return math.prod(t.extents(symbols)) * t.itemsize

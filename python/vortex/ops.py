@@ -1,0 +1,377 @@
+"""Compiled flows as torch ops (torch.library), for eager calls,
+torch.compile and CUDA graphs.
+
+    >>> import vortex
+    >>> flow = vortex.load("out/block_sparse_attention.manifest.json")
+    >>> flow.cache_step(cache, block_ids)          # or loc=..., num_kv_heads=
+    >>> sp_indptr, sp_indices = flow.indexer(q, cache, indptr, indices)
+    >>> torch.ops.vortex.block_sparse_attention_32ca51848ead_indexer  # the op
+
+Loading a manifest defines one op per step in the `vortex` namespace,
+`vortex::<flow>_<hash12>_{indexer,cache}`, where the hash is the flow's
+source hash: stable across processes, and the same for the CPU and the GPU
+build of one flow, so one op carries both implementations. The schema comes
+from the manifest (its argument order); exactly the tensors the step
+writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for the
+indexer, written fields for the cache step; k and v never are. Each op
+has a fake implementation (no outputs, no metadata change), a CPU
+implementation (the shared object, on CPU tensors) and, once a CUDA build is
+loaded, a CUDA implementation: the native launcher of `vortex.native` when
+it is built (plans cached per argument signature, launched from C++), else
+the ctypes path of `vortex.runtime`.
+
+Both implementations validate every argument with `manifest.validate_step`
+before anything runs; the CPU one also checks CSR values and block ids on
+the host (it can, without a device sync). A cache step skips negative block
+ids (the `loc` form marks tokens that complete no block with -1).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import torch
+
+from . import native
+from .cpu import CPUFlow
+from .manifest import DTYPES, Manifest, budget, check_csr
+
+__all__ = ["Flow", "load", "registered_ops"]
+
+_LIB: Optional[torch.library.Library] = None
+_OPS: Dict[str, "_Op"] = {}
+_LOCK = threading.Lock()
+
+
+def _library() -> torch.library.Library:
+    global _LIB
+    if _LIB is None:
+        _LIB = torch.library.Library("vortex", "FRAGMENT")
+    return _LIB
+
+
+def _fake_impl(names: Tuple[str, ...]):
+    """The fake (and meta) implementation: the op mutates its outputs in
+    place and returns nothing, so no shape or dtype changes. It also runs
+    when meta tensors are mixed with real ones, which then must not pass
+    silently: every argument must be on one device."""
+    def fake(*args):
+        device = args[0].device
+        for name, t in zip(names, args):
+            if t.device != device:
+                raise ValueError(f"{name}: on {t.device}, {names[0]} is on "
+                                 f"{device}")
+        return None
+    return fake
+
+
+class _Op:
+    """One torch op (a step of one flow source) and its implementations."""
+
+    def __init__(self, manifest: Manifest, step: str):
+        self.step = step
+        self.name = manifest.op_name(step)
+        self.qualname = "vortex::" + self.name
+        self.schema = manifest.schema(step)
+        self.args: Tuple[str, ...] = manifest.steps[step].args
+        self.writes = manifest.steps[step].writes
+        self.cpu: Optional[CPUFlow] = None
+        self.cuda = None                  # runtime.CompiledFlowGPU
+        self.cuda_impl: Optional[str] = None   # "native" | "ctypes"
+        lib = _library()
+        lib.define(self.name + self.schema)
+        torch.library.register_fake(self.qualname, _fake_impl(self.args),
+                                    lib=lib)
+        lib.impl(self.name, self._cpu_impl, "CPU")
+
+    @property
+    def packet(self):
+        return getattr(torch.ops.vortex, self.name).default
+
+    def attach(self, runtime) -> None:
+        if runtime.manifest.backend == "cpu":
+            self.cpu = runtime
+            return
+        self.cuda = runtime
+        if self.cuda_impl is None:
+            mod = native.load()
+            if mod is not None:
+                mod.register_cuda_impl(self.qualname, len(self.args),
+                                       self._plan)
+                self.cuda_impl = "native"
+            else:
+                _library().impl(self.name, self._cuda_impl, "CUDA")
+                self.cuda_impl = "ctypes"
+        elif self.cuda_impl == "native":
+            native.load().clear_plan_cache(self.qualname)
+
+    # -- implementations ----------------------------------------------------
+    def _named(self, tensors) -> Dict[str, Any]:
+        return dict(zip(self.args, tensors))
+
+    def _cpu_impl(self, *tensors) -> None:
+        if self.cpu is None:
+            raise RuntimeError(f"{self.qualname}: no CPU build of this flow is "
+                               "loaded (vortex.load a --target=cpu manifest)")
+        args = self._named(tensors)
+        m = self.cpu.manifest
+        # Shapes, dtypes, devices and aliasing first (names the argument).
+        from .manifest import validate_step
+        validate_step(m, self.step, args, ("cpu", None))
+        num_blocks = int(args["k"].shape[0])
+        if self.step == "indexer":
+            check_csr(args["dense_kv_indptr"].tolist(),
+                      args["dense_kv_indices"].tolist(), num_blocks,
+                      unique=any(w in m.cache_names() for w in self.writes))
+        else:
+            ids = args["block_ids"]
+            keep = ids[ids >= 0].contiguous()
+            check_csr([0, int(keep.numel())], keep.tolist(), num_blocks,
+                      indptr_name="block_ids", indices_name="block_ids")
+            args["block_ids"] = keep
+        self.cpu.run_step(self.step, args)
+
+    def _cuda_impl(self, *tensors) -> None:
+        if self.cuda is None:
+            raise RuntimeError(f"{self.qualname}: no CUDA build of this flow "
+                               "is loaded")
+        self.cuda.run_step(self.step, self._named(tensors))
+
+    def _plan(self, tensors: List[Any]):
+        """The native launcher's planner (called on a plan-cache miss)."""
+        if self.cuda is None:
+            raise RuntimeError(f"{self.qualname}: no CUDA build of this flow "
+                               "is loaded")
+        return self.cuda.plan(self.step, self._named(tensors))
+
+
+def _register(manifest: Manifest, step: str, runtime) -> _Op:
+    name = manifest.op_name(step)
+    with _LOCK:
+        op = _OPS.get(name)
+        if op is None:
+            op = _OPS[name] = _Op(manifest, step)
+        elif op.schema != manifest.schema(step):
+            raise RuntimeError(
+                f"vortex::{name} is already defined with schema {op.schema}, "
+                f"this manifest gives {manifest.schema(step)}")
+        op.attach(runtime)
+    return op
+
+
+def registered_ops() -> Dict[str, str]:
+    """{qualified name: schema} of the ops defined in this process."""
+    return {op.qualname: op.schema for op in _OPS.values()}
+
+
+def _caller(op: _Op, head: List[str], tail: List[str]):
+    """A function calling the op with arguments gathered from a step's
+    named parameters and the `cache` dict, in the schema's order (generated
+    once per step: the eager host path is a handful of Python bytecodes)."""
+    params = ", ".join(head + ["cache"] + tail)
+    parts = [n if n in head or n in tail else f"cache[{n!r}]"
+             for n in op.args]
+    src = (f"def call(_op, {params}):\n"
+           f"    _op({', '.join(parts)})\n")
+    scope: Dict[str, Any] = {}
+    exec(src, scope)   # noqa: S102 - names come from the manifest, quoted
+    return scope["call"]
+
+
+class Flow:
+    """A compiled flow (one manifest) behind its two torch ops."""
+
+    def __init__(self, manifest_path: str, device: Optional[int] = None):
+        m = self.manifest = Manifest.from_file(manifest_path)
+        if m.backend == "cpu":
+            self.runtime = CPUFlow(m)
+            self.device = torch.device("cpu")
+        else:
+            from .runtime import CompiledFlowGPU
+            self.runtime = CompiledFlowGPU(m, device)
+            self.device = self.runtime.device
+        self.name = m.flow
+        self.config = m.config
+        self.fields = m.fields
+        self._indexer = _register(m, "indexer", self.runtime)
+        self._cache = _register(m, "cache", self.runtime)
+        self.indexer_op = self._indexer.packet
+        self.cache_op = self._cache.packet
+        self._raw_indexer = self.indexer_op._op
+        self._raw_cache = self.cache_op._op
+        self._call_indexer = _caller(
+            self._indexer, ["q"],
+            ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
+             "sparse_kv_indices"])
+        self._call_cache = _caller(self._cache, [], ["block_ids"])
+        self._cache_names = set(m.cache_names())
+
+    def __repr__(self):
+        return (f"vortex.Flow(@{self.name}, {self.manifest.backend}, "
+                f"ops={self._indexer.qualname}, {self._cache.qualname})")
+
+    # -- helpers -------------------------------------------------------------
+    def budget(self, n: int) -> int:
+        return budget(self.config, n)
+
+    def allocate_cache(self, num_blocks: int, device=None,
+                       fill: Optional[float] = None) -> Dict[str, torch.Tensor]:
+        """Cache tensors (k, v, fields) for a pool of num_blocks blocks, in
+        the manifest's dtypes, on `device` (default: the flow's)."""
+        dev = self.device if device is None else torch.device(device)
+        out = {}
+        for n, (shape, dt) in self.manifest.cache_shapes(num_blocks).items():
+            t = torch.empty(shape, dtype=getattr(torch, DTYPES[dt][0]),
+                            device=dev)
+            out[n] = t.fill_(fill) if fill is not None else t.zero_()
+        return out
+
+    def _check_cache(self, cache) -> None:
+        if not isinstance(cache, Mapping):
+            raise ValueError(f"cache: expected a dict of tensors with keys "
+                             f"{self.manifest.cache_names()}, got "
+                             f"{type(cache).__name__}")
+        missing = [n for n in self.manifest.cache_names() if n not in cache]
+        if missing:
+            raise ValueError(f"cache: missing {missing} (expected keys "
+                             f"{self.manifest.cache_names()})")
+
+    @staticmethod
+    def _stream_guard(stream, like):
+        if not isinstance(stream, torch.cuda.Stream):
+            raise ValueError(f"stream: expected a torch.cuda.Stream, got "
+                             f"{type(stream).__name__}")
+        dev = getattr(like, "device", None)
+        if getattr(dev, "type", None) != "cuda" or stream.device != dev:
+            raise ValueError(f"stream: on {stream.device}, the tensors are "
+                             f"on {dev}")
+        return torch.cuda.stream(stream)
+
+    def _explain(self, err: Exception, named: Mapping[str, Any]) -> None:
+        """Turns an error the op call raised before validation could run (a
+        cache that is not a dict, a missing key, a tensor on a backend this
+        flow has no build for) into a ValueError naming the argument."""
+        if isinstance(err, (KeyError, TypeError)):
+            self._check_cache(named.get("cache"))
+        if isinstance(err, (NotImplementedError, RuntimeError)):
+            want = self.manifest.backend
+            want = "cuda" if want == "cuda" else "cpu"
+            for n, t in named.items():
+                if isinstance(t, Mapping):
+                    for k, v in t.items():
+                        dev = getattr(getattr(v, "device", None), "type", None)
+                        if dev is not None and dev != want:
+                            raise ValueError(f"cache[{k!r}]: on {dev}, this "
+                                             f"flow is built for {want}") from err
+                    continue
+                dev = getattr(getattr(t, "device", None), "type", None)
+                if dev is not None and dev != want:
+                    raise ValueError(f"{n}: on {dev}, this flow is built for "
+                                     f"{want}") from err
+        raise err
+
+    def _op(self, packet, raw):
+        # Eager calls skip OpOverload.__call__ (one Python frame); under
+        # torch.compile the packet is what Dynamo records.
+        return packet if torch.compiler.is_compiling() else raw
+
+    # -- the two steps ---------------------------------------------------------
+    def indexer(self, q, cache, dense_kv_indptr, dense_kv_indices,
+                sparse_kv_indptr=None, sparse_kv_indices=None, stream=None):
+        """One decode step through the indexer op. Writes the sparse CSR
+        into `sparse_kv_indptr` (rows + 1) and `sparse_kv_indices` (at least
+        `total` entries: vortex_torch's caller-owned `o` buffer may be
+        longer; its first `total` entries are the op's) and returns them;
+        when not given they are allocated (zeroed). Saved fields update in
+        place."""
+        # Allocated outputs are zeroed: the entries past the selection are
+        # then defined (eager and compiled calls agree bit for bit).
+        if sparse_kv_indptr is None:
+            sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)
+        if sparse_kv_indices is None:
+            sparse_kv_indices = torch.zeros_like(dense_kv_indices)
+        elif (isinstance(sparse_kv_indices, torch.Tensor)
+              and isinstance(dense_kv_indices, torch.Tensor)
+              and sparse_kv_indices.dim() == 1
+              and len(sparse_kv_indices) > len(dense_kv_indices)):
+            sparse_kv_indices = sparse_kv_indices[:len(dense_kv_indices)]
+        guard = None if stream is None else self._stream_guard(stream, q)
+        try:
+            if guard is not None:
+                guard.__enter__()
+            self._call_indexer(self._op(self.indexer_op, self._raw_indexer),
+                               q, cache, dense_kv_indptr, dense_kv_indices,
+                               sparse_kv_indptr, sparse_kv_indices)
+        except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
+            self._explain(err, dict(q=q, cache=cache,
+                                    dense_kv_indptr=dense_kv_indptr,
+                                    dense_kv_indices=dense_kv_indices,
+                                    sparse_kv_indptr=sparse_kv_indptr,
+                                    sparse_kv_indices=sparse_kv_indices))
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
+        return sparse_kv_indptr, sparse_kv_indices
+
+    def block_ids_from_loc(self, loc: torch.Tensor,
+                           num_kv_heads: int) -> torch.Tensor:
+        """vortex_torch's `loc` form: int token slots written this step ->
+        the block id of every (token, KV head) whose token completes a block,
+        -1 elsewhere (int32, `[len(loc) * num_kv_heads]`, token-major). Pool
+        block of a slot `pos` and head `h`: ((pos // page_size) * H + h) *
+        (page_size // block_size) + (pos % page_size) // block_size.
+        Device tensor ops only: no sync, CUDA-graph safe."""
+        if not isinstance(loc, torch.Tensor):
+            raise ValueError(f"loc: expected a tensor, got {type(loc).__name__}")
+        if loc.dim() != 1 or loc.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"loc: expected a 1-D int32/int64 tensor of token "
+                             f"slots, got {tuple(loc.shape)} {loc.dtype}")
+        if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) \
+                or num_kv_heads < 1:
+            raise ValueError(f"num_kv_heads: expected a positive int, got "
+                             f"{num_kv_heads!r}")
+        bs = int(self.config["block_size"])
+        ps = int(self.config.get("page_size", bs))
+        if ps % bs:
+            raise ValueError(f"{self.name}: page_size {ps} is not a multiple "
+                             f"of block_size {bs}")
+        pos = loc.to(torch.int64)
+        done = ((pos + 1) % bs == 0) & (pos >= 0)
+        heads = torch.arange(num_kv_heads, device=loc.device,
+                             dtype=torch.int64)
+        page = (pos // ps)[:, None] * num_kv_heads + heads[None, :]
+        block = page * (ps // bs) + ((pos % ps) // bs)[:, None]
+        ids = torch.where(done[:, None], block, torch.full_like(block, -1))
+        return ids.reshape(-1).to(torch.int32)
+
+    def cache_step(self, cache, block_ids=None, *, loc=None,
+                   num_kv_heads: Optional[int] = None, stream=None) -> None:
+        """Summarize completed blocks into the cache fields, in place,
+        through the cache op: `block_ids` (int32 pool block ids; negative
+        entries are skipped), or vortex_torch's `loc` (token slots) with
+        `num_kv_heads`."""
+        if (block_ids is None) == (loc is None):
+            raise ValueError("cache_step: pass exactly one of block_ids and "
+                             "loc")
+        if loc is not None:
+            if num_kv_heads is None:
+                raise ValueError("num_kv_heads: required with loc")
+            block_ids = self.block_ids_from_loc(loc, num_kv_heads)
+        guard = (None if stream is None
+                 else self._stream_guard(stream, block_ids))
+        try:
+            if guard is not None:
+                guard.__enter__()
+            self._call_cache(self._op(self.cache_op, self._raw_cache), cache,
+                             block_ids)
+        except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
+            self._explain(err, dict(cache=cache, block_ids=block_ids))
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
+
+
+def load(manifest_path: str, device: Optional[int] = None) -> Flow:
+    """Load a compiled flow's manifest and define (or extend) its torch ops."""
+    return Flow(manifest_path, device)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+#===- scripts/device-check.sh - The GPU checks of the torch ops ----------===#
+#
+#   scripts/device-check.sh [artifacts] [outdir]
+#
+# On the GPU machine (torch with CUDA, nvcc, ninja; no MLIR), over the
+# artifacts of scripts/build-device-artifacts.sh: builds the native
+# launcher, then runs every flow through its torch ops against the PyTorch
+# reference (vortex.gpu_check), the torch-op checks (vortex.gpu_torch_check:
+# opcheck, torch.compile, CUDA graphs, bad input, devices) and the host-cost
+# benchmark (bench/bench_torch_ops.py). Logs go to outdir (default $OUT or
+# ./device-logs). Exits non-zero if a check fails.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ART="${1:-$ROOT/.device-artifacts}"
+LOGS="${2:-${OUT:-$ROOT/device-logs}}"
+mkdir -p "$LOGS"
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+rc=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOGS/device.txt"
+bash "$ROOT/scripts/build-native.sh" 2>&1 | tail -n 20 | tee "$LOGS/native-build.log" || rc=1
+python3 -m vortex.gpu_check --artifacts "$ART/check" --isolate 2>&1 | tee "$LOGS/gpu-check.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \
+  --flows ${VORTEX_TORCH_FLOWS:-block_sparse_attention_g8 running_avg_block_sparse_g8 gqa_quest_sparse_attention_g5} \
+  2>&1 | tee "$LOGS/gpu-torch-check.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+if [ -z "${VORTEX_NO_BENCH:-}" ]; then
+  python3 "$ROOT/bench/bench_torch_ops.py" --artifacts "$ART/bench" \
+    --md "$LOGS/bench-torch-ops.md" 2>&1 | tee "$LOGS/bench-torch-ops.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
+exit $rc

@@ -1,0 +1,24 @@
+# RUN: %python %s
+# REQUIRES: torch, numpy
+#
+# The shipped flows as torch ops on the CPU impl, shard 2 of 4 (lit runs
+# the shards in parallel; vortex.torch_testing.FLOW_SHARDS lists them and
+# every shard checks that together they cover all of examples/):
+#   h2o_token_sparse_attention, lserve_centroid_sparse_attention,
+#   lserve_sparse_attention.
+# Per flow (vortex.torch_testing.check_flow):
+#   - torch.library.opcheck passes for the indexer and the cache op (schema,
+#     autograd registration, fake tensor, AOT dispatch with dynamic shapes);
+#   - torch.compile(fullgraph=True) of functions calling flow.indexer,
+#     flow.cache_step(block_ids) and flow.cache_step(loc=, num_kv_heads=)
+#     has 0 graph breaks (torch._dynamo.explain) and matches eager bit for
+#     bit (torch.equal: outputs and every cache tensor), over two problems of
+#     different shapes and repeated calls;
+#   - the ops against the float64 numpy reference (vortex.reference): cache
+#     step (negative block ids skipped), then indexer steps; fields to
+#     rtol = atol = 1e-5, the selection up to ties. Rows: empty, one block,
+#     within budget, just and well over it.
+
+from vortex import torch_testing
+
+torch_testing.main_shard(2)
