@@ -82,12 +82,21 @@ def main() -> int:
         ("x.add_(y) (aten, 1 launch)", lambda: x.add_(y)),
         ("cache op, 0 blocks (no launch)", lambda: cop(*cargs0)),
         ("cache op, 1 block (1 launch)", lambda: cop(*cargs1)),
-        ("indexer op(*args) (2 launches)", lambda: iop(*iargs)),
+        ("indexer OpOverload(*args) (2 launches)", lambda: iop(*iargs)),
+        ("indexer OpOverload._op(*args)", lambda: iop._op(*iargs)),
         ("flow.indexer(...) (2 launches)",
          lambda: flow.indexer(q, cache, ip, ix, sp, si)),
     ]
     for label, fn in rows:
-        print(f"  {label:36s} {per_call(fn, args.calls):7.2f} us/call")
+        print(f"  {label:40s} {per_call(fn, args.calls):7.2f} us/call")
+    # What the Autograd key costs: the same calls with a fallthrough kernel
+    # registered for AutogradCUDA (not what vortex registers).
+    lib = torch.library.Library("vortex", "IMPL")
+    for op in (flow._indexer, flow._cache):
+        lib.impl(op.name, torch.library.fallthrough_kernel, "AutogradCUDA")
+    for label, fn in rows[2:]:
+        print(f"  {label + ' [autograd fallthrough]':40s} "
+              f"{per_call(fn, args.calls):7.2f} us/call")
     return 0
 
 

@@ -16,6 +16,8 @@ For each manifest (CUDA builds from scripts/build-device-artifacts.sh):
 * manual CUDA-graph capture of the cache step and the indexer step, replayed
   after new inputs are copied into the captured tensors: bit-identical to
   eager on the same inputs;
+* two streams running the step at once, with their own inputs, give what
+  one stream gives (no shared scratch);
 * negative block ids are skipped by the cache kernel; the `loc` form equals
   the explicit block ids;
 * bad input on CUDA tensors (wrong device, dtype, shape, non-contiguous,
@@ -280,6 +282,37 @@ def check_manual_graph(R: Report, flow: vops.Flow, P: Problem) -> None:
           "eager", run)
 
 
+def check_streams(R: Report, flow: vops.Flow, P: Problem) -> None:
+    """Two streams run the step at once on different queries (and their own
+    caches and outputs): scratch must not be shared between them."""
+    tag = flow.name
+
+    def run():
+        qa, qb = P.new_q(), P.new_q()
+        ca, cb = clone(P.cache), clone(P.cache)
+        oa, ob = P.outputs(), P.outputs()
+        sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
+        for s in (sa, sb):
+            s.wait_stream(torch.cuda.current_stream())
+        for _ in range(3):   # past the graph-building threshold
+            with torch.cuda.stream(sa):
+                flow.indexer(qa, ca, P.indptr, P.indices, *oa)
+            with torch.cuda.stream(sb):
+                flow.indexer(qb, cb, P.indptr, P.indices, *ob)
+        torch.cuda.synchronize()
+        ea, eb = clone(P.cache), clone(P.cache)
+        xa, xb = P.outputs(), P.outputs()
+        for _ in range(3):
+            flow.indexer(qa, ea, P.indptr, P.indices, *xa)
+        for _ in range(3):
+            flow.indexer(qb, eb, P.indptr, P.indices, *xb)
+        torch.cuda.synchronize()
+        ok = (all(torch.equal(a, b) for a, b in zip(oa + ob, xa + xb)) and
+              same_cache(ca, ea) and same_cache(cb, eb))
+        return ok, "2 streams x 3 steps vs one stream"
+    R.run(f"{tag}: two streams at once == one after the other", run)
+
+
 def check_cache_forms(R: Report, flow: vops.Flow, P: Problem) -> None:
     tag = flow.name
     fields = [n for n in flow.manifest.steps["cache"].writes]
@@ -417,6 +450,7 @@ def main(argv=None) -> int:
         check_basics(R, flow, P)
         check_compile(R, flow, P)
         check_manual_graph(R, flow, P)
+        check_streams(R, flow, P)
         check_cache_forms(R, flow, P)
         check_bad_input(R, flow, P)
         check_other_device(R, path, lengths)

@@ -56,12 +56,23 @@ INT32_MAX = 2 ** 31 - 1
 # The budget rule (docs/contract.md): the one definition on the Python side.
 # ---------------------------------------------------------------------------
 
-def budget(config: Mapping[str, Any], n: int) -> int:
+def budget_rule(fixed: int, ratio: float, n):
+    """max(fixed, int(n * ratio)) for an int n, or elementwise for a torch
+    tensor of row lengths (int(n * ratio) in double precision, truncated)."""
+    if isinstance(n, int):
+        return max(fixed, int(n * ratio))
+    return (n.double() * ratio).floor().long().clamp_min(fixed)
+
+
+def budget(config: Mapping[str, Any], n):
     """Blocks a row of n blocks keeps when it needs selection:
-    max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio))."""
+    max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio)).
+    The float64 numpy reference (vortex.reference) keeps its own copy on
+    purpose: it is the independent model the compiled code is checked
+    against."""
     fixed = (int(config["topk_val"]) + int(config["reserved_bos"])
              + int(config["reserved_eos"]))
-    return max(fixed, int(n * float(config["topk_ratio"])))
+    return budget_rule(fixed, float(config["topk_ratio"]), n)
 
 
 def selected_count(config: Mapping[str, Any], n: int) -> int:

@@ -166,15 +166,21 @@ def registered_ops() -> Dict[str, str]:
 
 
 def _caller(op: _Op, head: List[str], tail: List[str]):
-    """A function calling the op with arguments gathered from a step's
-    named parameters and the `cache` dict, in the schema's order (generated
-    once per step: the eager host path is a handful of Python bytecodes)."""
+    """A function `call(packet, raw, <head>, cache, <tail>)` calling the op
+    with arguments gathered from a step's named parameters and the `cache`
+    dict, in the schema's order. Generated once per step so that the eager
+    host path is a handful of bytecodes: it calls the op's C++ entry point
+    (`raw`), skipping OpOverload.__call__, except while torch.compile traces
+    (then the packet, which Dynamo records)."""
     params = ", ".join(head + ["cache"] + tail)
-    parts = [n if n in head or n in tail else f"cache[{n!r}]"
-             for n in op.args]
-    src = (f"def call(_op, {params}):\n"
-           f"    _op({', '.join(parts)})\n")
-    scope: Dict[str, Any] = {}
+    parts = ", ".join(n if n in head or n in tail else f"cache[{n!r}]"
+                      for n in op.args)
+    src = (f"def call(_packet, _raw, {params}):\n"
+           f"    if _compiling():\n"
+           f"        _packet({parts})\n"
+           f"    else:\n"
+           f"        _raw({parts})\n")
+    scope: Dict[str, Any] = {"_compiling": torch.compiler.is_compiling}
     exec(src, scope)   # noqa: S102 - names come from the manifest, quoted
     return scope["call"]
 
@@ -252,8 +258,13 @@ class Flow:
         """Turns an error the op call raised before validation could run (a
         cache that is not a dict, a missing key, a tensor on a backend this
         flow has no build for) into a ValueError naming the argument."""
-        if isinstance(err, (KeyError, TypeError)):
-            self._check_cache(named.get("cache"))
+        if isinstance(err, (KeyError, TypeError, AttributeError)):
+            if "cache" in named:
+                self._check_cache(named["cache"])
+            for n, t in named.items():
+                if n != "cache" and not isinstance(t, torch.Tensor):
+                    raise ValueError(f"{n}: expected a torch.Tensor, got "
+                                     f"{type(t).__name__}") from err
         if isinstance(err, (NotImplementedError, RuntimeError)):
             want = self.manifest.backend
             want = "cuda" if want == "cuda" else "cpu"
@@ -271,11 +282,6 @@ class Flow:
                                      f"{want}") from err
         raise err
 
-    def _op(self, packet, raw):
-        # Eager calls skip OpOverload.__call__ (one Python frame); under
-        # torch.compile the packet is what Dynamo records.
-        return packet if torch.compiler.is_compiling() else raw
-
     # -- the two steps ---------------------------------------------------------
     def indexer(self, q, cache, dense_kv_indptr, dense_kv_indices,
                 sparse_kv_indptr=None, sparse_kv_indices=None, stream=None):
@@ -285,25 +291,30 @@ class Flow:
         longer; its first `total` entries are the op's) and returns them;
         when not given they are allocated (zeroed). Saved fields update in
         place."""
-        # Allocated outputs are zeroed: the entries past the selection are
-        # then defined (eager and compiled calls agree bit for bit).
-        if sparse_kv_indptr is None:
-            sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)
-        if sparse_kv_indices is None:
-            sparse_kv_indices = torch.zeros_like(dense_kv_indices)
-        elif (isinstance(sparse_kv_indices, torch.Tensor)
-              and isinstance(dense_kv_indices, torch.Tensor)
-              and sparse_kv_indices.dim() == 1
-              and len(sparse_kv_indices) > len(dense_kv_indices)):
-            sparse_kv_indices = sparse_kv_indices[:len(dense_kv_indices)]
+        if sparse_kv_indptr is None or sparse_kv_indices is None:
+            # Zeroed: the entries past the selection are then defined (eager
+            # and compiled calls agree bit for bit).
+            if sparse_kv_indptr is None:
+                sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)
+            if sparse_kv_indices is None:
+                sparse_kv_indices = torch.zeros_like(dense_kv_indices)
+        else:
+            try:
+                total = dense_kv_indices.numel()
+                if sparse_kv_indices.numel() > total and \
+                        sparse_kv_indices.dim() == 1:
+                    sparse_kv_indices = sparse_kv_indices[:total]
+            except AttributeError:
+                pass     # not tensors: the op's validation names them
         guard = None if stream is None else self._stream_guard(stream, q)
         try:
             if guard is not None:
                 guard.__enter__()
-            self._call_indexer(self._op(self.indexer_op, self._raw_indexer),
-                               q, cache, dense_kv_indptr, dense_kv_indices,
+            self._call_indexer(self.indexer_op, self._raw_indexer, q, cache,
+                               dense_kv_indptr, dense_kv_indices,
                                sparse_kv_indptr, sparse_kv_indices)
-        except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
+        except (KeyError, TypeError, NotImplementedError, RuntimeError,
+                AttributeError) as err:
             self._explain(err, dict(q=q, cache=cache,
                                     dense_kv_indptr=dense_kv_indptr,
                                     dense_kv_indices=dense_kv_indices,
@@ -363,8 +374,7 @@ class Flow:
         try:
             if guard is not None:
                 guard.__enter__()
-            self._call_cache(self._op(self.cache_op, self._raw_cache), cache,
-                             block_ids)
+            self._call_cache(self.cache_op, self._raw_cache, cache, block_ids)
         except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
             self._explain(err, dict(cache=cache, block_ids=block_ids))
         finally:

@@ -48,6 +48,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
+from .manifest import budget_rule
 from .reference import Config
 
 __all__ = ["Config", "FLOWS", "Layout", "TorchFlow", "cache_step",
@@ -107,9 +108,8 @@ def make_layout(indptr: torch.Tensor, indices: torch.Tensor, cfg: Config,
     valid = pos < ip[-1] if rows > 0 else torch.zeros_like(pos, dtype=torch.bool)
     rel = pos - ip[row_of] if rows > 0 else pos
     ids = indices.to(torch.int64).clamp_min(0)
-    # int(n * ratio) in double precision, truncated (n >= 0).
-    prod = torch.floor(n.to(torch.float64) * float(cfg.topk_ratio)).to(torch.int64)
-    budget = torch.clamp_min(prod, cfg.topk_val + cfg.bos + cfg.eos)
+    budget = budget_rule(cfg.topk_val + cfg.bos + cfg.eos,
+                         float(cfg.topk_ratio), n.to(torch.int64))
     need = n > budget
     count = torch.where(need, budget, n)
     sparse_indptr = torch.cat([torch.zeros(1, dtype=torch.int64, device=dev),
