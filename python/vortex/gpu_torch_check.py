@@ -16,6 +16,8 @@ For each manifest (CUDA builds from scripts/build-device-artifacts.sh):
 * manual CUDA-graph capture of the cache step and the indexer step, replayed
   after new inputs are copied into the captured tensors: bit-identical to
   eager on the same inputs;
+* the first call of a signature inside a capture: correct, and no memory
+  outlives the graph;
 * two streams running the step at once, with their own inputs, give what
   one stream gives (no shared scratch);
 * negative block ids are skipped by the cache kernel; the `loc` form equals
@@ -313,6 +315,42 @@ def check_streams(R: Report, flow: vops.Flow, P: Problem) -> None:
     R.run(f"{tag}: two streams at once == one after the other", run)
 
 
+def check_first_call_in_capture(R: Report, flow: vops.Flow) -> None:
+    """The first call of a never-seen signature happens inside a capture:
+    its scratch comes from the graph's pool and nothing outlives it."""
+    tag = flow.name
+
+    def run():
+        P = Problem(flow, [5, 300, 77, 1], torch.device("cuda", 0), seed=9)
+        q = P.new_q()
+        cache = clone(P.cache)
+        sp, si = P.outputs()
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            flow.indexer(q, cache, P.indptr, P.indices, sp, si)
+        g.replay()
+        e_cache = clone(P.cache)
+        e_sp, e_si = P.outputs()
+        flow.indexer(q, e_cache, P.indptr, P.indices, e_sp, e_si)
+        torch.cuda.synchronize()
+        same = (torch.equal(sp, e_sp) and torch.equal(si, e_si) and
+                same_cache(cache, e_cache))
+        del g
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        after = torch.cuda.memory_allocated()
+        # e_cache, e_sp, e_si are the only new allocations outside the graph.
+        extra = sum(t.numel() * t.element_size()
+                    for t in list(e_cache.values()) + [e_sp, e_si])
+        return (same and after - before <= extra,
+                f"bit-identical {same}; allocated after the graph is gone: "
+                f"{after - before} B, the eager reference holds {extra} B")
+    R.run(f"{tag}: first call inside a capture: correct, nothing outlives "
+          "the graph", run)
+
+
 def check_cache_forms(R: Report, flow: vops.Flow, P: Problem) -> None:
     tag = flow.name
     fields = [n for n in flow.manifest.steps["cache"].writes]
@@ -451,6 +489,7 @@ def main(argv=None) -> int:
         check_compile(R, flow, P)
         check_manual_graph(R, flow, P)
         check_streams(R, flow, P)
+        check_first_call_in_capture(R, flow)
         check_cache_forms(R, flow, P)
         check_bad_input(R, flow, P)
         check_other_device(R, path, lengths)
