@@ -217,6 +217,20 @@ def _fail(where: str, what: str) -> ValueError:
     return ValueError(f"{where}: {what}")
 
 
+# Launch limits of every CUDA chip we target (sm_80 .. sm_100).
+_MAX_THREADS = 1024
+_MAX_SHARED = 227 * 1024
+_MAX_CTAS_PER_SM = 32
+
+
+def _bounded(where: str, what: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not lo <= value <= hi:
+        raise _fail(where, f"{what} = {value!r} is not an integer in "
+                    f"[{lo}, {hi}]")
+    return value
+
+
 class Manifest:
     """A parsed and checked `<flow>.manifest.json` (docs/manifest.md)."""
 
@@ -249,6 +263,19 @@ class Manifest:
                     "topk_ratio", "reserved_bos", "reserved_eos"):
             if key not in self.config:
                 raise _fail(where, f"config has no {key!r}")
+        for key in ("block_size", "head_dim", "group_size"):
+            _bounded(where, f"config {key}", self.config[key], 1, INT32_MAX)
+        for key in ("topk_val", "reserved_bos", "reserved_eos"):
+            _bounded(where, f"config {key}", self.config[key], 0, INT32_MAX)
+        ratio = self.config["topk_ratio"]
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
+                or not 0.0 <= float(ratio) <= 1.0:
+            raise _fail(where, f"config topk_ratio = {ratio!r} is not in "
+                        "[0, 1]")
+        if (self.config["topk_val"] + self.config["reserved_bos"] +
+                self.config["reserved_eos"]) > INT32_MAX:
+            raise _fail(where, "config topk_val + reserved_bos + "
+                        "reserved_eos overflows i32")
 
         self.tensors: Dict[str, TensorSpec] = {}
         for name, t in raw_tensors.items():
@@ -283,6 +310,11 @@ class Manifest:
         for d in dims:
             if d.symbol is not None and d.symbol not in SYMBOLS:
                 raise _fail(where, f"unknown symbol {d.symbol!r} in its shape")
+            if d.symbol is None and not 1 <= d.const <= INT32_MAX:
+                raise _fail(where, f"extent {d.const} is not in "
+                            f"[1, {INT32_MAX}]")
+            if d.symbol is not None and d.const > INT32_MAX:
+                raise _fail(where, f"extent {d} is out of range")
         return TensorSpec(name, role, dtype, dims)
 
     def _parse_step(self, where: str, step: str, raw: Any) -> StepSpec:
@@ -323,27 +355,35 @@ class Manifest:
         if not 1 <= len(block) <= 3 or any(b < 1 for b in block):
             raise _fail(where, f"bad block {list(block)}")
         block = tuple(list(block) + [1] * (3 - len(block)))
-        if shared < 0:
-            raise _fail(where, "negative shared_bytes")
+        if math.prod(block) > _MAX_THREADS:
+            raise _fail(where, f"block {list(block)} has more than "
+                        f"{_MAX_THREADS} threads")
+        if not 0 <= shared <= _MAX_SHARED:
+            raise _fail(where, f"shared_bytes {shared} is not in "
+                        f"[0, {_MAX_SHARED}]")
         kind = grid.get("kind")
         if kind not in _GRIDS:
             raise _fail(where, f"unknown grid kind {kind!r}")
         if (kind == "host") != (self.backend == "cpu"):
             raise _fail(where, f"grid kind {kind!r} on backend "
                         f"{self.backend!r}")
+        # A zero or absurd launch value would skip a kernel (its outputs
+        # then hold garbage) or fail at launch: refuse it here, by name.
         if kind == "persistent":
             grid.setdefault("ctas_per_sm", 1)
-            if int(grid["ctas_per_sm"]) < 1:
-                raise _fail(where, "grid ctas_per_sm < 1")
+            _bounded(where, "grid ctas_per_sm", grid["ctas_per_sm"], 1,
+                     _MAX_CTAS_PER_SM)
         elif kind == "items":
             if grid.get("of") not in SYMBOLS:
                 raise _fail(where, "grid 'items' of unknown symbol "
                             f"{grid.get('of')!r}")
             grid.setdefault("per_cta", 1)
-            if int(grid["per_cta"]) < 1:
-                raise _fail(where, "grid per_cta < 1")
-        elif kind == "fixed" and int(grid.get("x", 0)) < 1:
-            raise _fail(where, "grid 'fixed' needs x >= 1")
+            _bounded(where, "grid per_cta", grid["per_cta"], 1, _MAX_THREADS)
+        elif kind == "fixed":
+            _bounded(where, "grid x", grid.get("x", 0), 1, INT32_MAX)
+        for axis in ("y", "z"):
+            if axis in grid:
+                _bounded(where, f"grid {axis}", grid[axis], 1, 65535)
         params = tuple(self._parse_param(where, p) for p in raw_params)
         reads = tuple(str(x) for x in k.get("reads", ()))
         writes = tuple(str(x) for x in k.get("writes", ()))

@@ -665,7 +665,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  // Only our options in --help; LLVM's and MLIR's stay usable (--help-hidden).
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "Compile a vortex flow for the CPU (a shared object) or a GPU (PTX, a "
