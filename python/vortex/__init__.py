@@ -11,10 +11,19 @@
 `torch.ops.vortex` (CPU impl: the shared object; CUDA impl: the cubin).
 `compile_flow` is the numpy API of the CPU path; `vortex.reference` is an
 independent float64 numpy model of the semantics (docs/contract.md).
+
+Flows written as vortex_torch modules (`vortex.flow`, `vortex.indexer`,
+`vortex.cache`, `vortex.abs`; the shipped ones in `vortex.flows`) are traced
+with `trace(flow, FlowConfig(...))` and compiled with `compile(flow,
+FlowConfig(...), target=...)`; see `vortex.frontend`.
 """
 
 from .compiler import VortexCompileError, compile, find_tool
 from .cpu import CompiledFlow, FlowInfo, compile_flow
+# The Python front end: vortex_torch-style flows. Its `compile` takes IR as
+# compiler.compile does and also a vFlow (instance, class or registered
+# name) with a FlowConfig, which it traces first.
+from .frontend import FlowConfig, FlowError, compile, trace
 
 
 def load(manifest_path, device=None):
@@ -23,5 +32,6 @@ def load(manifest_path, device=None):
     return _load(manifest_path, device)
 
 
-__all__ = ["CompiledFlow", "FlowInfo", "VortexCompileError", "compile",
-           "compile_flow", "find_tool", "load"]
+__all__ = ["CompiledFlow", "FlowConfig", "FlowError", "FlowInfo",
+           "VortexCompileError", "compile", "compile_flow", "find_tool",
+           "load", "trace"]

@@ -1,0 +1,36 @@
+"""vortex_torch's `cache` package: the ops of `forward_cache`.
+
+    from vortex.cache import Mean as CMean     # was: vortex_torch.cache
+
+Call forms: `op(x, output, loc=loc, ctx=ctx)` (unary ops, reductions,
+MaskSlice, Reshape), `op(x, y, output, loc=loc, ctx=ctx)` (binary ops,
+GeMM), `Fill(alpha)(dest, loc=loc, ctx=ctx)`. A cache field as `output` is
+written back (`vortex.write`); `None` leaves a ragged intermediate, which
+the op returns. As in vortex_torch there is no Sum, GeMV, Transpose or Kron
+on the cache side. LearnedDescriptor exists by name only.
+"""
+
+from ..abs.op import UnsupportedOp
+from ..indexer.context import Context, get_ctx
+from .elementwise import (Abs, Add, Add_Mul, Exp, Log, Maximum, Minimum,
+                          Multiply, Relu, Sigmoid, Silu, WhereEqual,
+                          WhereGreater, WhereGreaterEqual, WhereLess,
+                          WhereLessEqual, WhereNotEqual)
+from .ops import Fill, GeMM, MaskSlice, Reshape
+from .reduce import (L2Norm, L2NormInterleave, Max, MaxInterleave, Mean,
+                     MeanInterleave, Min, MinInterleave, ReduceInterleave)
+
+
+class LearnedDescriptor(UnsupportedOp):
+    reason = ("it projects blocks with learned per-layer weights "
+              "(Parameter), which a vortex flow cannot bind")
+
+
+__all__ = [
+    "Mean", "Max", "Min", "L2Norm", "MeanInterleave", "MaxInterleave",
+    "MinInterleave", "L2NormInterleave", "GeMM", "Relu", "Silu", "Sigmoid",
+    "Abs", "Add_Mul", "Log", "Exp", "Maximum", "Minimum", "Multiply", "Add",
+    "WhereEqual", "WhereNotEqual", "WhereGreater", "WhereGreaterEqual",
+    "WhereLess", "WhereLessEqual", "Fill", "MaskSlice", "Reshape",
+    "LearnedDescriptor", "Context", "get_ctx", "ReduceInterleave",
+]

@@ -1,0 +1,82 @@
+"""The shipped flows, written as vortex_torch flow modules (vortex_torch's
+`flow/algorithms.py`, one module per flow). Importing this package
+registers them.
+
+`SHIPPED` maps each file of examples/ to the registered flow, the config
+the example is written for and its symbol: the 13 flows, plus
+gqa_quest_sparse_attention at group size 5 (a config, not another flow).
+
+    >>> from vortex import flows
+    >>> text = flows.trace_shipped("gqa_quest_sparse_attention_g5")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict
+
+from ..frontend.config import FlowConfig
+# Importing a flow module registers its flow.
+from . import (  # noqa: F401
+    block_sparse_attention, centered_block_sparse_attention,
+    gqa_block_sparse_attention, gqa_h2o_sparse_attention,
+    gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
+    h2o_sparse_attention, h2o_token_sparse_attention,
+    lserve_centroid_sparse_attention, lserve_sparse_attention,
+    masked_quest_sparse_attention, running_avg_block_sparse,
+    venergy_gated_centroid)
+
+__all__ = ["SHIPPED", "ShippedFlow", "trace_shipped", "compile_shipped"]
+
+
+@dataclass(frozen=True)
+class ShippedFlow:
+    """An example: registered flow name, config and symbol."""
+    flow: str
+    config: FlowConfig
+    symbol: str
+
+
+_DEFAULT = FlowConfig()
+_TOKEN = FlowConfig(block_size=1, page_size=1)
+_LSERVE = FlowConfig(block_size=64, page_size=64)
+
+SHIPPED: Dict[str, ShippedFlow] = {
+    name: ShippedFlow(flow, cfg, name) for name, flow, cfg in [
+        ("block_sparse_attention", "block_sparse_attention", _DEFAULT),
+        ("centered_block_sparse_attention",
+         "centered_block_sparse_attention", _DEFAULT),
+        ("gqa_block_sparse_attention", "gqa_block_sparse_attention",
+         _DEFAULT),
+        ("gqa_h2o_sparse_attention", "gqa_h2o_sparse_attention", _DEFAULT),
+        ("gqa_h2o_token_sparse_attention", "gqa_h2o_token_sparse_attention",
+         _TOKEN),
+        ("gqa_quest_sparse_attention", "gqa_quest_sparse_attention",
+         _DEFAULT),
+        ("gqa_quest_sparse_attention_g5", "gqa_quest_sparse_attention",
+         _DEFAULT.replace(group_size=5)),
+        ("h2o_sparse_attention", "h2o_sparse_attention", _DEFAULT),
+        ("h2o_token_sparse_attention", "h2o_token_sparse_attention", _TOKEN),
+        ("lserve_centroid_sparse_attention",
+         "lserve_centroid_sparse_attention", _LSERVE),
+        ("lserve_sparse_attention", "lserve_sparse_attention", _LSERVE),
+        ("masked_quest_sparse_attention", "masked_quest_sparse_attention",
+         _DEFAULT),
+        ("running_avg_block_sparse", "running_avg_block_sparse", _DEFAULT),
+        ("venergy_gated_centroid", "venergy_gated_centroid", _DEFAULT),
+    ]
+}
+
+
+def trace_shipped(example: str, verify: bool = True) -> str:
+    """The traced IR of the example `example` (a key of SHIPPED)."""
+    from ..frontend.api import trace
+    s = SHIPPED[example]
+    return trace(s.flow, s.config, name=s.symbol, verify=verify)
+
+
+def compile_shipped(example: str, target: str = "cpu", **kwargs) -> str:
+    """Trace and compile the example `example`; returns the manifest."""
+    from ..frontend.api import compile_flow
+    s = SHIPPED[example]
+    return compile_flow(s.flow, s.config, target, name=s.symbol, **kwargs)

@@ -1,0 +1,130 @@
+"""Entry points: trace a vFlow to IR, compile it, and the `vortex.compile`
+that accepts both IR and flows."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from .. import compiler
+from ..flow.flow import flow_name, vFlow
+from .config import FlowConfig
+from .tracer import Traced, trace_flow
+from .verify import verify_text
+
+__all__ = ["trace", "trace_flow_ir", "compile_flow", "compile",
+           "resolve_flow"]
+
+ConfigLike = Union[FlowConfig, Mapping[str, Any], None]
+
+
+def resolve_flow(flow: Any, init_kwargs: Optional[Mapping] = None) -> vFlow:
+    """A vFlow instance from an instance, a vFlow subclass or a registered
+    name (the shipped flows of `vortex.flows` are found by name too)."""
+    from ..flow import registry
+    if isinstance(flow, vFlow):
+        if init_kwargs:
+            raise TypeError("init_kwargs apply to a flow class or a "
+                            "registered name, not to an instance")
+        return flow
+    if isinstance(flow, type) and issubclass(flow, vFlow):
+        return flow(**dict(init_kwargs or {}))
+    if isinstance(flow, str):
+        if not registry.has(flow):
+            from .. import flows as _shipped   # noqa: F401 (registers them)
+        from ..flow.loader import build_vflow
+        return build_vflow(flow, dict(init_kwargs or {}))
+    raise TypeError(f"expected a vFlow, a vFlow subclass or a registered "
+                    f"flow name, got {type(flow).__name__}")
+
+
+def trace_flow_ir(flow: Any, config: ConfigLike = None, *,
+                  name: Optional[str] = None, verify: bool = True,
+                  init_kwargs: Optional[Mapping] = None,
+                  **overrides: Any) -> Traced:
+    """Like `trace`, returning the Traced record (text and the map from
+    locations to ops)."""
+    instance = resolve_flow(flow, init_kwargs)
+    cfg = FlowConfig.coerce(config, **overrides)
+    traced = trace_flow(instance, cfg, name or flow_name(type(instance)))
+    if verify:
+        verify_text(traced)
+    return traced
+
+
+def trace(flow: Any, config: ConfigLike = None, *, name: Optional[str] = None,
+          verify: bool = True, init_kwargs: Optional[Mapping] = None,
+          **overrides: Any) -> str:
+    """The `vortex.flow` IR of `flow` (a vFlow instance, class or registered
+    name) under `config` (a FlowConfig, a dict of its fields or None for
+    the defaults; keyword overrides such as group_size=5 apply on top).
+
+    The flow's symbol is `name`, else its registered name. Every op carries
+    the location of its Python call. With `verify` the text goes through
+    vortex-opt and a diagnostic raises FlowVerifyError naming the Python
+    line; tracing errors raise other FlowErrors."""
+    return trace_flow_ir(flow, config, name=name, verify=verify,
+                         init_kwargs=init_kwargs, **overrides).text
+
+
+def compile_flow(flow: Any, config: ConfigLike = None, target: str = "cpu",
+                 *, name: Optional[str] = None, out_dir: Optional[str] = None,
+                 options: Sequence[str] = (), use_cache: bool = True,
+                 init_kwargs: Optional[Mapping] = None,
+                 **overrides: Any) -> str:
+    """Trace `flow` (as `trace` does), compile it for `target` ("cpu" or a
+    GPU chip such as "sm_90") with vortex-compile and return the manifest
+    path (for `vortex.load`)."""
+    text = trace(flow, config, name=name, init_kwargs=init_kwargs,
+                 **overrides)
+    return compiler.compile(text, target=target, out_dir=out_dir,
+                            options=options, use_cache=use_cache)
+
+
+def _is_flow(source: Any) -> bool:
+    if isinstance(source, vFlow) or (isinstance(source, type) and
+                                     issubclass(source, vFlow)):
+        return True
+    if isinstance(source, str) and "\n" not in source and \
+            not os.path.exists(source) and "vortex.flow" not in source:
+        from ..flow import registry
+        if not registry.has(source):
+            from .. import flows as _shipped   # noqa: F401 (registers them)
+        return registry.has(source)
+    return False
+
+
+def compile(source: Any, *args: Any, config: ConfigLike = None,
+            name: Optional[str] = None, init_kwargs: Optional[Mapping] = None,
+            **kwargs: Any) -> str:
+    """`vortex.compile`: IR (a .mlir path or text) exactly as
+    `vortex.compiler.compile(source, target="cpu", out_dir=None, flow=None,
+    options=(), use_cache=True)`, or a vFlow (instance, class or registered
+    name) traced under `config` first, with the same remaining parameters:
+    `vortex.compile(flow, FlowConfig(...), target="sm_90")`. Config fields
+    given as keywords (group_size=5) override. Returns the manifest path."""
+    if not _is_flow(source):
+        if config is not None or name is not None or init_kwargs:
+            raise TypeError("config, name and init_kwargs apply to a vFlow, "
+                            "not to IR")
+        return compiler.compile(source, *args, **kwargs)
+    if args and (isinstance(args[0], (FlowConfig, Mapping)) or
+                 args[0] is None):
+        if config is not None:
+            raise TypeError("config given twice")
+        config, args = args[0], args[1:]
+    params = ("target", "out_dir", "flow", "options", "use_cache")
+    if len(args) > len(params):
+        raise TypeError(f"compile() takes at most {len(params) + 2} "
+                        "positional arguments")
+    for p, value in zip(params, args):
+        if p in kwargs:
+            raise TypeError(f"compile() got multiple values for {p!r}")
+        kwargs[p] = value
+    if kwargs.pop("flow", None) is not None:
+        raise TypeError("flow= picks a flow of an IR module; a vFlow is "
+                        "one flow")
+    compile_args = {p: kwargs.pop(p) for p in params[:2] + params[3:]
+                    if p in kwargs}
+    return compile_flow(source, config, name=name, init_kwargs=init_kwargs,
+                        **compile_args, **kwargs)

@@ -1,0 +1,33 @@
+"""vortex_torch's `indexer` package: the ops of `forward_indexer`.
+
+    from vortex.indexer import GeMM, Mean, topK   # was: vortex_torch.indexer
+
+Each op is built once per call site in the flow's `__init__` and called as
+`op(*values, ctx=ctx)`; under `vortex.trace` the call appends the matching
+`vortex` dialect op. FactorScore, LearnedQuery, Parameter and MetaData
+exist by name only (the dialect has no counterpart): building one raises.
+"""
+
+from .context import Context, get_ctx
+from .elementwise import (Abs, Add, Add_Mul, Elementwise, Elementwise_Binary,
+                          Exp, Log, Maximum, Minimum, Multiply, Relu, Sigmoid,
+                          Silu, WhereEqual, WhereGreater, WhereGreaterEqual,
+                          WhereLess, WhereLessEqual, WhereNotEqual)
+from .layout import Kron, MaskSlice, Reshape, Transpose
+from .matmul import GeMM, GeMV
+from .output_func import TopK, Union, approxTopK, topK
+from .reduce import L2Norm, Max, Mean, Min, Reduce, Sum
+from .save_load import Load, Save
+from .scan import Conv1d, Normalize, Softmax
+from .unsupported import FactorScore, LearnedQuery, MetaData, Parameter
+
+__all__ = [
+    "GeMM", "GeMV", "FactorScore", "topK", "approxTopK", "TopK", "Union",
+    "Max", "Mean", "Min", "L2Norm", "Sum", "Softmax", "Normalize", "Conv1d",
+    "Transpose", "Maximum", "Minimum", "Multiply", "Add", "WhereEqual",
+    "WhereNotEqual", "WhereGreater", "WhereGreaterEqual", "WhereLess",
+    "WhereLessEqual", "Relu", "Sigmoid", "Silu", "Add_Mul", "Abs", "Log",
+    "Exp", "Save", "Load", "MaskSlice", "Kron", "Reshape", "Parameter",
+    "LearnedQuery", "MetaData", "Context", "get_ctx",
+    "Reduce", "Elementwise", "Elementwise_Binary",
+]
