@@ -21,7 +21,8 @@ Measured (median of --reps timed runs after warm-up, CUDA events):
       included, column "no graph");
   (c) the HBM floors: bytes the step must move / measured copy bandwidth;
   (d) torch.compile of the torch reference of the same step
-      (vortex.torch_reference.indexer, max_n static; --compile-mode);
+      (eager mode of the flow's Python module, vortex.eager.indexer, max_n
+      static; --compile-mode);
   (e) the eager torch reference.
 
 Every timed run goes through R rotating input sets (q, block lists, pool
@@ -71,7 +72,7 @@ import torch  # noqa: E402
 
 from vortex import reference as npref  # noqa: E402
 from vortex import runtime  # noqa: E402
-from vortex import torch_reference as tr  # noqa: E402
+from vortex import eager  # noqa: E402
 from vortex.manifest import DTYPES, Manifest, budget  # noqa: E402
 
 
@@ -281,23 +282,23 @@ def main(argv=None) -> int:
     for p in paths:
         m = Manifest.from_file(p)
         try:
-            tf = tr.resolve_flow(m.flow)
+            tf, tf_fields = eager.flow_for(m.flow, m.config)
         except KeyError:
             continue
-        if tf.name not in args.flows:
+        if type(tf)._vortex_flow_name not in args.flows:
             continue
         if args.manifests and m.flow not in args.manifests:
             continue
         if args.topk_val is not None and \
                 int(m.config["topk_val"]) != args.topk_val:
             continue
-        selected.append((p, m, tf))
+        selected.append((p, m, tf, tf_fields))
     if not selected:
         print(f"no manifest of {args.flows} in {args.artifacts}")
         return 1
 
     rows_out = []
-    for path, m, tf in selected:
+    for path, m, tf, tf_fields in selected:
         cfg = npref.Config.from_dict(m.config)
         flow = runtime.load(path)
         score_k = flow.score_kernels()
@@ -307,7 +308,7 @@ def main(argv=None) -> int:
         for k, v in flow.kernel_info().items():
             print(f"    {k}: {v}")
         need = set(m.used_tensors(m.kernels("indexer")))
-        need |= {f for f in tf.field_shapes(cfg)}
+        need |= set(tf_fields)
         for B in args.batch:
             R = B * args.heads
             n = args.blocks
@@ -329,9 +330,9 @@ def main(argv=None) -> int:
             if not args.no_check:
                 run_ours(flow, S, 0)
                 s0 = S.sets[0]
-                sc, rsp, rsi = tr.indexer(tf, s0["q"], dict(S.cache),
-                                          s0["indptr"], s0["indices"], cfg,
-                                          max_n=n)
+                sc, rsp, rsi = eager.indexer(tf, s0["q"], dict(S.cache),
+                                             s0["indptr"], s0["indices"],
+                                             m.config, max_n=n)
                 torch.cuda.synchronize()
                 ok_ip = torch.equal(s0["sp"], rsp)
                 same = 0
@@ -364,7 +365,8 @@ def main(argv=None) -> int:
             res["nograph"] = ms * 1e3 / K
 
             def ref_step(q, cache, ip, ids):
-                return tr.indexer(tf, q, cache, ip, ids, cfg, max_n=n)
+                return eager.indexer(tf, q, cache, ip, ids, m.config,
+                                     max_n=n)
 
             def torch_run(fn):
                 def run():

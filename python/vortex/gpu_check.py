@@ -1,4 +1,4 @@
-"""Correctness harness of the compiled GPU flows against the torch reference.
+"""Correctness harness of the compiled GPU flows against eager mode.
 
     python3 -m vortex.gpu_check --artifacts DIR [--flows NAME ...] [--seed S]
 
@@ -10,8 +10,9 @@ size G; head_dim from its config):
    ratio term of the budget wins, long rows; a pool of random bf16 k / v
    with spare blocks that no row uses; fields poisoned with -7;
    rows around 4096 scored blocks and one of 9001 blocks;
-2. the cache step on every used block (shuffled) through `vortex.runtime`
-   and through `vortex.torch_reference`: fields compared (rtol = atol =
+2. the cache step on every used block (shuffled) through the flow's torch
+   op and through eager mode of the flow's Python module (`vortex.eager`,
+   the reference): fields compared (rtol = atol =
    1e-2, bf16 storage); unused blocks must still hold -7;
 3. the indexer step, with the sparse outputs poisoned with -7, against the
    reference run on a copy of the GPU's cache state: sparse_kv_indptr
@@ -25,9 +26,9 @@ size G; head_dim from its config):
    the step (saves) compared like the cache step; flows that save run a
    second step on the updated state.
 
-Before the flows, `--selftest` (on by default) checks the torch reference
-itself against the float64 numpy model `vortex.reference` on a small
-problem of every shipped flow (exact selections, scores to 1e-4).
+Before the flows, `--selftest` (on by default) checks eager mode itself
+against the float64 numpy model `vortex.reference` on a small problem of
+every shipped flow (exact selections, scores to 1e-4).
 
 Prints PASS/FAIL per flow with counts and a final `N passed, M failed`;
 exits 1 on any failure.
@@ -50,7 +51,7 @@ import torch
 from . import reference as npref
 from . import ops as vortex_ops
 from .manifest import DTYPES, Manifest
-from . import torch_reference as tr
+from . import eager
 
 POISON = -7
 FIELD_RTOL = 1e-2
@@ -96,7 +97,7 @@ def row_lengths(cfg: npref.Config, rows: int, rng: np.random.Generator
 
 
 class Problem:
-    def __init__(self, m: Manifest, tflow: tr.TorchFlow,
+    def __init__(self, m: Manifest,
                  cfg: npref.Config, rows: int, seed: int, device,
                  spare: int = 37):
         rng = np.random.default_rng(seed)
@@ -307,13 +308,12 @@ def check_flow(path: str, args, device) -> FlowResult:
     m = Manifest.from_file(path)
     res = FlowResult(m.flow)
     try:
-        tflow = tr.resolve_flow(m.flow)
+        ref_flow, want_shapes = eager.flow_for(m.flow, m.config)
     except KeyError as err:
         res.problems.append(str(err))
         return res
     cfg = npref.Config.from_dict(m.config)
     # The reference's field shapes must be the manifest's.
-    want_shapes = tflow.field_shapes(cfg)
     for f, (r, c) in want_shapes.items():
         spec = m.tensors.get(f)
         if spec is None or spec.role != "cache":
@@ -339,13 +339,13 @@ def check_flow(path: str, args, device) -> FlowResult:
     rows = args.requests * args.heads
     for rep in range(args.repeat):
         seed = args.seed * 1000 + rep
-        P = Problem(m, tflow, cfg, rows, seed, device)
+        P = Problem(m, cfg, rows, seed, device)
         where = f"[seed {seed}] "
         # -- cache step -------------------------------------------------
         gpu_cache = P.cache
         ref_cache = clone_cache(gpu_cache)
         flow.cache_step(gpu_cache, P.block_ids)
-        tr.cache_step(tflow, ref_cache, P.block_ids, cfg)
+        eager.cache_step(ref_flow, ref_cache, P.block_ids, m.config)
         _sync(device)
         probs, nel = compare_fields(gpu_cache, ref_cache, P.fields, P.unused)
         res.problems += [where + "cache step: " + p for p in probs]
@@ -366,8 +366,8 @@ def check_flow(path: str, args, device) -> FlowResult:
                             device=device)
             ref_cache = clone_cache(gpu_cache)
             flow.indexer(q, gpu_cache, P.indptr, P.indices, sp, si)
-            score, rsp, rsi = tr.indexer(tflow, q, ref_cache, P.indptr,
-                                         P.indices, cfg)
+            score, rsp, rsi = eager.indexer(ref_flow, q, ref_cache,
+                                            P.indptr, P.indices, m.config)
             _sync(device)
             st = SelectionStats()
             probs = compare_selection(
@@ -393,12 +393,16 @@ def check_flow(path: str, args, device) -> FlowResult:
 # ---------------------------------------------------------------------------
 
 def selftest(device) -> List[str]:
+    """Eager mode of every shipped flow against the float64 numpy model on
+    a small problem: scores to 1e-4, selections and fields exactly."""
     problems = []
     rng = np.random.default_rng(7)
-    for name, F in tr.FLOWS.items():
+    for name in npref.FLOWS:
         bs = 64 if "lserve" in name else (1 if "token" in name else 16)
-        cfg = npref.Config(block_size=bs, head_dim=128, group_size=5,
-                           topk_val=5, topk_ratio=0.0625, bos=1, eos=2)
+        conf = dict(block_size=bs, head_dim=128, group_size=5, topk_val=5,
+                    topk_ratio=0.0625, reserved_bos=1, reserved_eos=2)
+        cfg = npref.Config.from_dict(conf)
+        flow, fields = eager.flow_for(name, conf)
         lengths = [0, 1, 3, 8, 9, 10, 40, 200, 0, 130]
         total = sum(lengths)
         nb = total + 7
@@ -407,26 +411,24 @@ def selftest(device) -> List[str]:
         indices = perm[:total]
         cache_np = {"k": rng.standard_normal((nb, bs, 128)).astype(np.float32),
                     "v": rng.standard_normal((nb, bs, 128)).astype(np.float32)}
-        for f, (r, c) in F.field_shapes(cfg).items():
+        for f, (r, c) in fields.items():
             cache_np[f] = rng.standard_normal((nb, r, c)).astype(np.float32)
         cache_t = {n: torch.from_numpy(a.copy()).to(device)
                    for n, a in cache_np.items()}
         ref = npref.FLOWS[name]
         ref.cache_step(cache_np, perm[:total + 3], cfg)
-        tr.cache_step(F, cache_t, torch.tensor(perm[:total + 3],
-                                               dtype=torch.int32,
-                                               device=device), cfg)
-        for f in F.field_shapes(cfg):
+        eager.cache_step(flow, cache_t, torch.tensor(
+            perm[:total + 3], dtype=torch.int32, device=device), conf)
+        for f in fields:
             if f in ("running_score", "hh_score"):   # make loads non-trivial
                 cache_np[f][:] = rng.standard_normal(cache_np[f].shape)
                 cache_t[f].copy_(torch.from_numpy(cache_np[f]))
         q = rng.standard_normal((len(lengths), 5, 128)).astype(np.float32)
         want = ref.indexer(q, cache_np, indptr, indices, cfg)
-        s, sp, si = tr.indexer(F, torch.from_numpy(q).to(device), cache_t,
-                               torch.tensor(indptr, dtype=torch.int32,
-                                            device=device),
-                               torch.tensor(indices, dtype=torch.int32,
-                                            device=device), cfg)
+        s, sp, si = eager.indexer(
+            flow, torch.from_numpy(q).to(device), cache_t,
+            torch.tensor(indptr, dtype=torch.int32, device=device),
+            torch.tensor(indices, dtype=torch.int32, device=device), conf)
         s = s.double().cpu().numpy()
         scale = max(float(np.abs(want.score).max()), 1.0)
         if np.abs(want.score - s).max() > 1e-4 * scale:
@@ -436,7 +438,7 @@ def selftest(device) -> List[str]:
         if sp.tolist() != want.indptr.tolist() or \
                 si[:sp[-1]].tolist() != want.indices.tolist():
             problems.append(f"{name}: selection differs from vortex.reference")
-        for f in F.field_shapes(cfg):
+        for f in fields:
             d = np.abs(cache_np[f] - cache_t[f].cpu().numpy()).max()
             if d > 1e-4:
                 problems.append(f"{name}: field {f} differs by {d}")
@@ -486,12 +488,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             probs = ["exception:\n" + traceback.format_exc()]
         if probs:
             failed += 1
-            print("FAIL reference self-test (torch_reference vs vortex.reference)")
+            print("FAIL reference self-test (eager mode vs vortex.reference)")
             for p in probs[:MAX_PROBLEMS_SHOWN]:
                 print("    " + p)
         else:
             passed += 1
-            print(f"PASS reference self-test ({len(tr.FLOWS)} flows)")
+            print(f"PASS reference self-test: eager mode vs vortex.reference "
+                  f"({len(npref.FLOWS)} flows)")
 
     paths = sorted(glob.glob(os.path.join(args.artifacts, "*.manifest.json")))
     if args.manifest:

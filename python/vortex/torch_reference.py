@@ -1,10 +1,13 @@
-"""A vectorized PyTorch reference of the shipped flows (GPU or CPU).
+"""Vectorized PyTorch primitives of the flow semantics (GPU or CPU): the
+CSR layout, format conversions, row-segment ops, reductions over dim 0 and
+the selection, with the semantics of docs/contract.md and `vortex.reference`,
+written with whole-tensor torch ops (no Python loop over rows or blocks).
 
-The same semantics as `vortex.reference` (docs/contract.md), written with
-whole-tensor torch ops -- no Python loop over rows or blocks -- so that it
-runs on the GPU next to the compiled kernels (`vortex.gpu_check`) and is
-"the PyTorch reference of the same step" in the benchmarks (eager and
-`torch.compile`, `bench/bench_indexer.py`).
+Eager mode (`vortex.eager`) runs a flow object's ops on these; it is the
+reference the GPU check compares the compiled kernels with, and the PyTorch
+peer of the benchmarks (eager and torch.compile). The per-flow code lives
+once, in the flow modules (`vortex.flows`): there is no hand-written copy of
+the flows here.
 
 Numerics follow the GPU kernels (docs/gpu.md): tensors are stored in their
 manifest dtypes (q, k, v and the fields bf16 in the shipped flows, indices
@@ -26,38 +29,31 @@ row needs selection iff n > budget; its scored range is [bos, n - eos).
   BOS blocks, the budget - bos - eos best of the scored range in descending
   score with ties to the lower position (NaN ranks as -inf), EOS blocks.
 
-Everything but `make_layout(..., max_n=None)` and `save` (boolean-mask
-indexing) has static shapes for given (rows, total, max_n), so `indexer`
-with an explicit `max_n` can be captured in a CUDA graph and compiled by
+Everything but `make_layout(..., max_n=None)` and `_save` (boolean-mask
+indexing) has static shapes for given (rows, total, max_n), so a step with
+an explicit `max_n` can be captured in a CUDA graph and compiled by
 torch.compile without graph breaks for the non-saving flows.
-
-API:
-    layout = make_layout(dense_kv_indptr, dense_kv_indices, cfg[, max_n])
-    score, sp_indptr, sp_indices = indexer(flow, q, cache, indptr, indices,
-                                           cfg[, max_n])
-    cache_step(flow, cache, block_ids, cfg)            # in place
-    FLOWS[name].fields, .score, .cache ; resolve_flow(manifest_flow_name)
-`sp_indices` has the capacity of dense_kv_indices (entries past
-sp_indptr[-1] are -1), int32, like the kernels' output.
+`topk_select` returns indices with the capacity of dense_kv_indices
+(entries past sp_indptr[-1] are -1), int32, like the kernels' output.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 import torch
 
 from .manifest import budget_rule
 from .reference import Config
 
-__all__ = ["Config", "FLOWS", "Layout", "TorchFlow", "cache_step",
-           "config_from_manifest", "field_shapes", "indexer", "make_layout",
-           "resolve_flow", "score", "topk_select"]
+__all__ = ["Config", "Layout", "config_from_manifest", "conv1d_rows",
+           "gather", "interleave", "make_layout", "mask_slice",
+           "normalize_rows", "reduce_rows", "rows", "softmax_rows",
+           "topk_select"]
 
 MASK_NEG = -1e30
 NEG_INF = float("-inf")
-POS_INF = float("inf")
 
 
 def config_from_manifest(cfg: Mapping[str, object]) -> Config:
@@ -232,13 +228,6 @@ def gemv(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x[:, :1, :] * y[:, :1, :]).sum(-1, keepdim=True)
 
 
-def kron1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Kron along dim 1: O[s, i*y1 + j, :] = X[s, i, :] * Y[s, j, :]."""
-    S = max(x.shape[0], y.shape[0])
-    prod = x[:, :, None, :] * y[:, None, :, :]
-    return prod.reshape(S, x.shape[1] * y.shape[1], -1)
-
-
 def interleave(x: torch.Tensor, dim: int, factor: int, kind: str) -> torch.Tensor:
     L_, d0, d1 = x.shape
     if dim == 1:
@@ -316,299 +305,11 @@ def topk_select(score: torch.Tensor, L: Layout
 
 
 # ---------------------------------------------------------------------------
-# Flows
+# State
 # ---------------------------------------------------------------------------
-
-class Ctx:
-    """What a flow's indexer body sees."""
-
-    def __init__(self, q: torch.Tensor, cache: Dict[str, torch.Tensor],
-                 L: Layout):
-        self.q = q.float()
-        self.cache = cache
-        self.L = L
-        self.cfg = L.cfg
-        self._saves: List[Tuple[str, torch.Tensor]] = []
-
-    def field(self, name: str) -> torch.Tensor:
-        return gather(self.cache[name], self.L)
-
-    def rows(self, x: torch.Tensor) -> torch.Tensor:
-        return rows(x, self.L)
-
-    def save(self, name: str, value: torch.Tensor) -> None:
-        # Applied after the body: loads see the start of the step.
-        self._saves.append((name, value))
-
-
-@dataclass(frozen=True)
-class TorchFlow:
-    name: str
-    fields: Tuple[Tuple[str, Callable[[Config], Tuple[int, int]]], ...]
-    cache: Callable     # (k f32 [m,bs,D], v f32, cfg) -> {field: [m, r, c]}
-    score: Callable     # (Ctx) -> [total, 1, 1] f32
-
-    def field_shapes(self, cfg: Config) -> Dict[str, Tuple[int, int]]:
-        return {n: f(cfg) for n, f in self.fields}
-
-
-def _d(cfg):
-    return (1, cfg.head_dim)
-
-
-def _one(cfg):
-    return (1, 1)
-
-
-LSERVE_BLOCK = 16
-
-
-def _lserve_shape(cfg):
-    return (cfg.block_size // LSERVE_BLOCK, cfg.head_dim)
-
-
-def _centroids(k, v, cfg):
-    return {"centroids": k.mean(1, keepdim=True)}
-
-
-def _envelope(k, v, cfg):
-    return {"max": k.amax(1, keepdim=True), "min": k.amin(1, keepdim=True)}
-
-
-def _quest(c: Ctx, q):
-    s = torch.maximum(q * c.field("max"), q * c.field("min"))
-    return s.sum(2, keepdim=True).amax(1, keepdim=True)
-
-
-def _bsa(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    return gemm(qm, c.field("centroids"))
-
-
-def _gqa_block(c: Ctx):
-    s = gemm(c.rows(c.q), c.field("centroids"))            # [S, 1, G]
-    return softmax_rows(s, c.L, 0.09).amax(2, keepdim=True)
-
-
-def _gqa_quest(c: Ctx):
-    return _quest(c, c.rows(c.q))
-
-
-def _lserve_cache(k, v, cfg):
-    return {"max": interleave(k, 1, LSERVE_BLOCK, "max"),
-            "min": interleave(k, 1, LSERVE_BLOCK, "min")}
-
-
-def _lserve(c: Ctx):
-    q = c.rows(c.q)
-    s = torch.maximum(kron1(q, c.field("max")), kron1(q, c.field("min")))
-    return s.sum(2, keepdim=True).amax(1, keepdim=True)
-
-
-def _lserve_centroid_cache(k, v, cfg):
-    return {"centroids": interleave(k, 1, LSERVE_BLOCK, "mean")}
-
-
-def _lserve_centroid(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    return gemm(qm, c.field("centroids")).amax(1, keepdim=True)
-
-
-MASK_END = 8
-
-
-def _masked_quest(c: Ctx):
-    q = c.rows(c.q)
-    s = torch.maximum(q * c.field("max"), q * c.field("min"))
-    m = mask_slice(s, 0, MASK_END, 2, 0.0, 1.0)
-    return (s * m).sum(2, keepdim=True).amax(1, keepdim=True)
-
-
-def _centered(c: Ctx):
-    s = (c.rows(c.q) * c.field("centroids")).sum(2, keepdim=True).mean(
-        1, keepdim=True)
-    mean_seq = reduce_rows(s, c.L, "mean")
-    return s - c.rows(mean_seq)
-
-
-RUNNING_ALPHA = 0.5
-
-
-def _running_cache(k, v, cfg):
-    return {"centroids": k.mean(1, keepdim=True),
-            "running_score": torch.zeros((k.shape[0], 1, 1), device=k.device)}
-
-
-def _running(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    current = gemm(qm, c.field("centroids"))
-    last = c.field("running_score")
-    running = RUNNING_ALPHA * last + current
-    c.save("running_score", running)
-    return running
-
-
-def _venergy_cache(k, v, cfg):
-    vt = torch.sqrt((v * v).sum(2, keepdim=True))            # [m, bs, 1]
-    return {"centroids": k.mean(1, keepdim=True),
-            "v_energy": vt.mean(1, keepdim=True)}
-
-
-def _venergy(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    return gemm(qm, c.field("centroids")) * c.field("v_energy")
-
-
-W_AVG, W_PEAK = 1.0, 1.0
-H2O_DECAY = 0.984375
-
-
-def _h2o_cache(k, v, cfg):
-    return {"centroids": k.mean(1, keepdim=True),
-            "max": k.amax(1, keepdim=True), "min": k.amin(1, keepdim=True)}
-
-
-def _h2o(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    s_avg = gemv(qm, c.field("centroids"))
-    env = torch.maximum(qm * c.field("max"), qm * c.field("min"))
-    return W_AVG * s_avg + W_PEAK * env.sum(2, keepdim=True)
-
-
-def _gqa_h2o(c: Ctx):
-    q = c.rows(c.q)
-    avg = gemm(q, c.field("centroids")).amax(2, keepdim=True)
-    return W_AVG * avg + W_PEAK * _quest(c, q)
-
-
-def _hh_cache(k, v, cfg):
-    return {"hh_score": torch.zeros((k.shape[0], 1, 1), device=k.device)}
-
-
-def _h2o_token(c: Ctx):
-    qm = c.rows(c.q.mean(1, keepdim=True))
-    attn = gemv(qm, c.field("k"))
-    probs = softmax_rows(attn, c.L, c.cfg.head_dim ** -0.5)
-    score = probs + H2O_DECAY * c.field("hh_score")
-    c.save("hh_score", score)
-    return score
-
-
-def _gqa_h2o_token(c: Ctx):
-    attn = gemm(c.rows(c.q), c.field("k"))                  # [S, 1, G]
-    probs = softmax_rows(attn, c.L, c.cfg.head_dim ** -0.5)
-    score = probs.amax(2, keepdim=True) + H2O_DECAY * c.field("hh_score")
-    c.save("hh_score", score)
-    return score
-
-
-def _flow(name, fields, cache, score):
-    return name, TorchFlow(name, tuple(fields), cache, score)
-
-
-FLOWS: Dict[str, TorchFlow] = dict([
-    _flow("block_sparse_attention", [("centroids", _d)], _centroids, _bsa),
-    _flow("gqa_block_sparse_attention", [("centroids", _d)], _centroids,
-          _gqa_block),
-    _flow("gqa_quest_sparse_attention", [("max", _d), ("min", _d)], _envelope,
-          _gqa_quest),
-    _flow("lserve_sparse_attention", [("max", _lserve_shape),
-                                      ("min", _lserve_shape)],
-          _lserve_cache, _lserve),
-    _flow("lserve_centroid_sparse_attention", [("centroids", _lserve_shape)],
-          _lserve_centroid_cache, _lserve_centroid),
-    _flow("masked_quest_sparse_attention", [("max", _d), ("min", _d)],
-          _envelope, _masked_quest),
-    _flow("centered_block_sparse_attention", [("centroids", _d)], _centroids,
-          _centered),
-    _flow("running_avg_block_sparse", [("centroids", _d),
-                                       ("running_score", _one)],
-          _running_cache, _running),
-    _flow("venergy_gated_centroid", [("centroids", _d), ("v_energy", _one)],
-          _venergy_cache, _venergy),
-    _flow("h2o_sparse_attention", [("centroids", _d), ("max", _d),
-                                   ("min", _d)], _h2o_cache, _h2o),
-    _flow("gqa_h2o_sparse_attention", [("centroids", _d), ("max", _d),
-                                       ("min", _d)], _h2o_cache, _gqa_h2o),
-    _flow("h2o_token_sparse_attention", [("hh_score", _one)], _hh_cache,
-          _h2o_token),
-    _flow("gqa_h2o_token_sparse_attention", [("hh_score", _one)], _hh_cache,
-          _gqa_h2o_token),
-])
-
-
-def resolve_flow(name: str) -> TorchFlow:
-    """The reference of a manifest's flow: the exact name, else the longest
-    known flow name that the name starts with followed by '_' (variants such
-    as gqa_quest_sparse_attention_g5 or block_sparse_attention_k64_g8)."""
-    if name in FLOWS:
-        return FLOWS[name]
-    best = None
-    for known in FLOWS:
-        if name.startswith(known + "_") and (best is None or
-                                             len(known) > len(best)):
-            best = known
-    if best is None:
-        raise KeyError(f"no torch reference for flow {name!r} "
-                       f"(known: {sorted(FLOWS)})")
-    return FLOWS[best]
-
-
-def _get(flow) -> TorchFlow:
-    return flow if isinstance(flow, TorchFlow) else resolve_flow(flow)
-
-
-def field_shapes(flow, cfg: Config) -> Dict[str, Tuple[int, int]]:
-    return _get(flow).field_shapes(cfg)
-
-
-# ---------------------------------------------------------------------------
-# Steps
-# ---------------------------------------------------------------------------
-
-def score(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor], L: Layout,
-          apply_saves: bool = True) -> torch.Tensor:
-    """The flow's score [total] (float32) for layout L; applies its saves to
-    `cache` in place unless apply_saves is False."""
-    f = _get(flow)
-    c = Ctx(q, cache, L)
-    s = f.score(c)
-    if tuple(s.shape) != (L.total, 1, 1):
-        raise AssertionError(f"{f.name}: score shape {tuple(s.shape)}")
-    if apply_saves:
-        for name, value in c._saves:
-            _save(cache[name], value, L)
-    return s.reshape(-1)
-
 
 def _save(field: torch.Tensor, value: torch.Tensor, L: Layout) -> None:
     """field[block] = value for the positions [0, n - eos) of rows that need
     selection (block ids must not repeat there)."""
     m = L.saved
     field.index_put_((L.ids[m],), value[m].to(field.dtype))
-
-
-def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
-            dense_kv_indptr: torch.Tensor, dense_kv_indices: torch.Tensor,
-            cfg: Config, max_n: Optional[int] = None
-            ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One indexer step: (score [total] f32, sparse_kv_indptr int32
-    [rows+1], sparse_kv_indices int32 [total], -1 past the end). Saves are
-    applied to `cache` in place. Pass max_n (the longest row, in blocks) to
-    avoid a host synchronization (CUDA graphs, torch.compile)."""
-    L = make_layout(dense_kv_indptr, dense_kv_indices, cfg, max_n)
-    s = score(flow, q, cache, L)
-    sp, si = topk_select(s, L)
-    return s, sp, si
-
-
-def cache_step(flow, cache: Dict[str, torch.Tensor], block_ids: torch.Tensor,
-               cfg: Config) -> None:
-    """Write the fields of the blocks `block_ids` (computed in f32 from
-    k[block_ids], v[block_ids], stored in each field's dtype), in place."""
-    f = _get(flow)
-    ids = block_ids.to(torch.int64)
-    k = cache["k"][ids].float()
-    v = cache["v"][ids].float()
-    for name, value in f.cache(k, v, cfg).items():
-        cache[name][ids] = value.to(cache[name].dtype)

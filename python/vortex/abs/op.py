@@ -5,8 +5,7 @@ call site) and called as `op(*values, ctx=ctx, ...)`. `__call__` is the one
 dispatch point on the context's mode: `Mode.profile` (tracing) runs
 `profile`, which checks the call and hands it to the op's `trace` (compute
 the result type, append the MLIR op); `Mode.execute` or no context runs
-`execute`, the hook of eager execution with torch primitives (not provided:
-every op here raises NotImplementedError from it).
+`execute`, eager execution with torch primitives (`vortex.eager`).
 """
 
 from __future__ import annotations
@@ -92,10 +91,9 @@ class vOp(ABC):
         result vTensor(s)."""
 
     def execute(self, *args: Any, ctx: Any = None, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            f"{type(self).__name__}: eager execution is not available; "
-            "vortex runs a flow compiled: vortex.trace(flow, config) or "
-            "vortex.compile(flow, config, target=...)")
+        """Run the call eagerly on torch tensors (vortex.eager)."""
+        from ..eager import execute
+        return execute(self, args, ctx, kwargs)
 
     # -- helpers -------------------------------------------------------------
     @classmethod

@@ -1,0 +1,457 @@
+"""Eager mode: a vortex_torch flow object run on torch tensors.
+
+    >>> from vortex import eager
+    >>> flow = BlockSparseAttention()
+    >>> eager.cache_step(flow, cache, block_ids, config)          # in place
+    >>> score, sp_indptr, sp_indices = eager.indexer(
+    ...     flow, q, cache, dense_kv_indptr, dense_kv_indices, config)
+
+The same flow object that `vortex.trace` turns into IR runs here op by op
+through torch primitives (`vortex.torch_reference`: CSR layout, gathers,
+row segments, the selection), with the semantics of docs/contract.md:
+every value computed in float32, a value written to a field rounded to the
+field's dtype once, saves applied after the step (loads see the start of
+the step). It runs on any device and is differentiable: a PARAMETER value
+(`vortex.abs.Parameter`) with `requires_grad` trains with autograd through
+the score the step returns (the selection itself is not differentiable).
+This is the reference the GPU check compares the compiled kernels with; the
+float64 numpy reference (`vortex.reference`) stays independent of it.
+
+Values carry their format: BATCHED `[rows, D0, D1]`, RAGGED `[total, D0,
+D1]` (one entry per CSR position, or per completed block on the cache
+side), PAGED (a cache tensor `[num_blocks, D0, D1]`, gathered by block id
+when an op reads it), PARAMETER `[1, D0, D1]` (broadcast to every row).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import torch
+
+from . import torch_reference as tr
+from .abs.context_base import ContextBase, Mode
+from .abs.tensor import FORMAT
+from .manifest import budget_rule
+
+__all__ = ["EagerTensor", "cache_step", "execute", "flow_for", "indexer"]
+
+MASK_NEG = tr.MASK_NEG
+
+
+class EagerTensor:
+    """A value of an eager run: torch data plus its format."""
+
+    __slots__ = ("data", "format", "name")
+
+    def __init__(self, data: torch.Tensor, fmt: int, name: str = ""):
+        self.data = data
+        self.format = fmt
+        self.name = name
+
+    @property
+    def shape(self):
+        return tuple(self.data.shape)
+
+    def __repr__(self) -> str:
+        return (f"EagerTensor({FORMAT(self.format).name}, "
+                f"{tuple(self.data.shape)}, {self.data.dtype})")
+
+
+class _Selection:
+    """What topK / Union leave in `o`."""
+
+    def __init__(self) -> None:
+        self.sparse_indptr: Optional[torch.Tensor] = None
+        self.sparse_indices: Optional[torch.Tensor] = None
+        self.score: Optional[torch.Tensor] = None
+
+
+class EagerContext(ContextBase):
+    """The context of an eager step: the CSR layout (indexer) or the
+    completed blocks (cache), deferred saves, the selection."""
+
+    def __init__(self, config: tr.Config, layout: Optional[tr.Layout] = None,
+                 block_ids: Optional[torch.Tensor] = None) -> None:
+        super().__init__()
+        self.mode = Mode.execute
+        self.cfg = config
+        self.L = layout
+        self.block_ids = block_ids
+        self.saves: List[Tuple[torch.Tensor, torch.Tensor]] = []
+
+    # -- formats -------------------------------------------------------------
+    def ragged(self, v: EagerTensor) -> torch.Tensor:
+        """The value per position (RAGGED), float32; PARAMETER stays [1, ...]
+        and broadcasts."""
+        if v.format == FORMAT.RAGGED or v.format == FORMAT.PARAMETER:
+            return v.data.float()
+        if v.format == FORMAT.BATCHED:
+            return tr.rows(v.data.float(), self.L)
+        return self.gather(v.data)
+
+    def gather(self, field: torch.Tensor) -> torch.Tensor:
+        if self.L is not None:
+            return tr.gather(field, self.L)
+        return field[self.block_ids].float()
+
+    def operands(self, *vals: EagerTensor) -> Tuple[int, List[torch.Tensor]]:
+        """The common format of an op's inputs (vortex_torch's rule: BATCHED
+        iff every input is BATCHED, PARAMETER counting as batched) and the
+        inputs in it."""
+        for v in vals:
+            if not isinstance(v, EagerTensor):
+                raise TypeError(f"expected a flow value, got "
+                                f"{type(v).__name__} (eager mode runs vortex "
+                                "ops only)")
+        fmts = {v.format for v in vals}
+        if fmts <= {FORMAT.BATCHED, FORMAT.PARAMETER}:
+            fmt = FORMAT.BATCHED if FORMAT.BATCHED in fmts else FORMAT.PARAMETER
+            return fmt, [v.data.float() for v in vals]
+        return FORMAT.RAGGED, [self.ragged(v) for v in vals]
+
+
+# ---------------------------------------------------------------------------
+# Op semantics, by dialect mnemonic: fn(op, ctx, *inputs) -> (format, data)
+# ---------------------------------------------------------------------------
+
+def _unary(f: Callable[[torch.Tensor, float, float], torch.Tensor]):
+    def run(op, ctx, x):
+        fmt, (a,) = ctx.operands(x)
+        return fmt, f(a, op.alpha, op.beta)
+    return run
+
+
+def _binary(f: Callable[..., torch.Tensor]):
+    def run(op, ctx, x, y):
+        fmt, (a, b) = ctx.operands(x, y)
+        return fmt, f(op, a, b)
+    return run
+
+
+def _where(pred):
+    return _binary(lambda op, a, b: torch.where(pred(a, b), 0.0, MASK_NEG))
+
+
+def _reduce(kind: str):
+    def run(op, ctx, x):
+        if op.dim == 0:
+            return FORMAT.BATCHED, tr.reduce_rows(ctx.ragged(x), ctx.L, kind)
+        fmt, (a,) = ctx.operands(x)
+        if kind == "mean":
+            return fmt, a.mean(op.dim, keepdim=True)
+        if kind == "sum":
+            return fmt, a.sum(op.dim, keepdim=True)
+        if kind == "max":
+            return fmt, a.amax(op.dim, keepdim=True)
+        if kind == "min":
+            return fmt, a.amin(op.dim, keepdim=True)
+        return fmt, torch.sqrt((a * a).sum(op.dim, keepdim=True))
+    return run
+
+
+def _interleave(kind: str):
+    def run(op, ctx, x):
+        fmt, (a,) = ctx.operands(x)
+        return fmt, tr.interleave(a, op.dim, op.k, kind)
+    return run
+
+
+def _kron(op, ctx, x, y):
+    fmt, (a, b) = ctx.operands(x, y)
+    dims = set(op.dim) if isinstance(op.dim, (tuple, list)) else {op.dim}
+    xs, ys = [a.shape[0]], [b.shape[0]]
+    for ax in (1, 2):
+        if ax in dims:
+            xs += [a.shape[ax], 1]
+            ys += [1, b.shape[ax]]
+        else:
+            xs += [a.shape[ax], 1]
+            ys += [b.shape[ax], 1]
+    prod = a.reshape(xs) * b.reshape(ys)
+    return fmt, prod.reshape(prod.shape[0], prod.shape[1] * prod.shape[2],
+                             prod.shape[3] * prod.shape[4])
+
+
+def _mask_slice(op, ctx, x):
+    fmt, (a,) = ctx.operands(x)
+    return fmt, tr.mask_slice(a, op.start, op.end, op.dim, op.alpha, op.beta)
+
+
+def _scan(fn):
+    def run(op, ctx, x):
+        return FORMAT.RAGGED, fn(op, ctx.ragged(x), ctx.L)
+    return run
+
+
+_SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
+    "relu": _unary(lambda x, a, b: torch.where(x >= a, x, torch.full_like(x, b))),
+    "sigmoid": _unary(lambda x, a, b: 1.0 / (1.0 + torch.exp(b * x + a))),
+    "silu": _unary(lambda x, a, b: x / (1.0 + torch.exp(b * x + a))),
+    "abs": _unary(lambda x, a, b: torch.abs(b * x + a)),
+    "add_mul": _unary(lambda x, a, b: b * x + a),
+    "log": _unary(lambda x, a, b: torch.log(b * x + a)),
+    "exp": _unary(lambda x, a, b: torch.exp(b * x + a)),
+    "maximum": _binary(lambda op, a, b: torch.maximum(a, b)),
+    "minimum": _binary(lambda op, a, b: torch.minimum(a, b)),
+    "multiply": _binary(lambda op, a, b: a * b),
+    "add": _binary(lambda op, a, b: op.alpha * a + op.beta * b),
+    "where_eq": _where(torch.eq), "where_ne": _where(torch.ne),
+    "where_gt": _where(torch.gt), "where_ge": _where(torch.ge),
+    "where_lt": _where(torch.lt), "where_le": _where(torch.le),
+    "gemm": _binary(lambda op, a, b: tr.gemm(a, b)),
+    "gemv": _binary(lambda op, a, b: tr.gemv(a, b)),
+    "kron": _kron,
+    "mean": _reduce("mean"), "sum": _reduce("sum"), "max": _reduce("max"),
+    "min": _reduce("min"), "l2norm": _reduce("l2norm"),
+    "mean_interleave": _interleave("mean"),
+    "max_interleave": _interleave("max"),
+    "min_interleave": _interleave("min"),
+    "l2norm_interleave": _interleave("l2norm"),
+    "softmax": _scan(lambda op, x, L: tr.softmax_rows(x, L, op.scale)),
+    "normalize": _scan(lambda op, x, L: tr.normalize_rows(x, L)),
+    "conv1d": _scan(lambda op, x, L: tr.conv1d_rows(x, L, op.weight)),
+    "transpose": lambda op, ctx, x: (lambda f, a: (f, a[0].transpose(1, 2)))(
+        *ctx.operands(x)),
+    "reshape": lambda op, ctx, x: (lambda f, a: (f, a[0].reshape(
+        a[0].shape[0], op.x2, op.y2)))(*ctx.operands(x)),
+    "mask_slice": _mask_slice,
+}
+
+
+# ---------------------------------------------------------------------------
+# State and selection
+# ---------------------------------------------------------------------------
+
+def _field(v: Any, what: str) -> EagerTensor:
+    if not isinstance(v, EagerTensor) or v.format != FORMAT.PAGED:
+        raise TypeError(f"{what}: expected a cache field (PAGED), got {v!r}")
+    return v
+
+
+def _load(op, ctx: EagerContext, F) -> EagerTensor:
+    # Saves are applied after the step: this is the start-of-step value.
+    return EagerTensor(ctx.gather(_field(F, "Load").data), FORMAT.RAGGED)
+
+
+def _save(op, ctx: EagerContext, x, F) -> None:
+    ctx.saves.append((_field(F, "Save").data, ctx.ragged(x)))
+
+
+def _topk(op, ctx: EagerContext, score, o) -> None:
+    s = ctx.ragged(score)
+    sp, si = tr.topk_select(s, ctx.L)
+    _set_selection(o, sp, si, s)
+
+
+def _set_selection(o, sp, si, score) -> None:
+    if not isinstance(o, _Selection):
+        raise TypeError(f"the selection's output must be the step's `o`, got "
+                        f"{type(o).__name__}")
+    o.sparse_indptr, o.sparse_indices, o.score = sp, si, score
+
+
+class _Tables:
+    """trtllm TopK's result in eager mode: per row a block table (int64)."""
+
+    def __init__(self, tables: List[torch.Tensor]) -> None:
+        self.tables = tables
+
+
+def _trtllm_topk(op, ctx: EagerContext, score) -> _Tables:
+    """Per row the kept blocks, in trtllm's order (docs/contract.md)."""
+    cfg, L = ctx.cfg, ctx.L
+    s = ctx.ragged(score).reshape(-1)
+    s = torch.where(torch.isnan(s), float("-inf"), s)
+    ip = L.indptr.tolist()
+    tables = []
+    for r in range(L.rows):
+        lo, hi = ip[r], ip[r + 1]
+        ids = L.ids[lo:hi]
+        if hi - lo <= cfg.bos + op.k + cfg.eos:
+            tables.append(ids)
+            continue
+        mid = s[lo + cfg.bos:hi - cfg.eos]
+        # Descending, ties to the lower position: a stable sort.
+        best = torch.sort(mid, descending=True, stable=True).indices[:op.k]
+        tables.append(torch.cat([ids[:cfg.bos], ids[cfg.bos + best],
+                                 ids[hi - lo - cfg.eos:]]))
+    return _Tables(tables)
+
+
+def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
+    L = ctx.L
+    ip = L.indptr.tolist()
+    indptr, out = [0], []
+    for r in range(L.rows):
+        lo, hi = ip[r], ip[r + 1]
+        last = int(L.ids[hi - 1]) if hi > lo else None
+        row: List[int] = []
+        for table in (i_0.tables[r], i_1.tables[r]):
+            for b in table.tolist():
+                if b != last and b not in row:
+                    row.append(b)
+        if last is not None:
+            row.append(last)
+        out.extend(row)
+        indptr.append(len(out))
+    dev = L.ids.device
+    si = torch.full((L.total,), -1, dtype=torch.int32, device=dev)
+    if out:
+        si[:len(out)] = torch.tensor(out, dtype=torch.int32, device=dev)
+    _set_selection(o, torch.tensor(indptr, dtype=torch.int32, device=dev),
+                   si, None)
+
+
+# ---------------------------------------------------------------------------
+# The dispatch point (vOp.execute)
+# ---------------------------------------------------------------------------
+
+def _cache_inputs(op) -> int:
+    """Inputs before `output` in a cache op's call form (0: not one)."""
+    from .frontend.oplib import CacheBinary, CacheUnary
+    return 2 if isinstance(op, CacheBinary) else \
+        1 if isinstance(op, CacheUnary) else 0
+
+
+def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
+    """Run one op call eagerly (the `Mode.execute` branch of vOp)."""
+    if not isinstance(ctx, EagerContext):
+        raise TypeError(f"{type(op).__name__}: eager execution needs the "
+                        "context of vortex.eager.indexer / cache_step")
+    m = op.mnemonic
+    if m == "fill":
+        dest = _field(args[0], "Fill")
+        dest.data[ctx.block_ids] = torch.full_like(
+            dest.data[ctx.block_ids], op.alpha)
+        return dest
+    if m == "load":
+        return _load(op, ctx, *args)
+    if m == "save":
+        return _save(op, ctx, *args)
+    if m in ("topk", "approx_topk"):
+        return _topk(op, ctx, *args)
+    if m == "trtllm_topk":
+        return _trtllm_topk(op, ctx, *args)
+    if m == "union":
+        return _union(op, ctx, *args)
+    fn = _SEMANTICS.get(m)
+    if fn is None:
+        raise NotImplementedError(f"{type(op).__name__}: no eager semantics "
+                                  f"for vortex.{m}")
+    n_in = _cache_inputs(op)
+    if n_in:
+        inputs, rest = args[:n_in], args[n_in:]
+        output = rest[0] if rest else kwargs.get("output")
+        fmt, data = fn(op, ctx, *inputs)
+        return _write_back(ctx, EagerTensor(data, fmt), output)
+    fmt, data = fn(op, ctx, *args)
+    return EagerTensor(data, fmt)
+
+
+def _write_back(ctx: EagerContext, value: EagerTensor, output):
+    """The cache call forms: a PAGED output is written for each completed
+    block; a ragged one is rebound; None returns the value."""
+    if output is None:
+        return value
+    if isinstance(output, EagerTensor) and output.format == FORMAT.PAGED:
+        data = value.data
+        ids = ctx.block_ids
+        if data.shape[0] == 1 and ids.numel() != 1:
+            data = data.expand((ids.numel(),) + tuple(data.shape[1:]))
+        output.data[ids] = data.to(output.data.dtype)
+        return output
+    if isinstance(output, EagerTensor):
+        output.data, output.format = value.data, value.format
+        return output
+    raise TypeError(f"output: expected a cache field, a flow value or None, "
+                    f"got {type(output).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Running a step
+# ---------------------------------------------------------------------------
+
+def _config(flow_config) -> tr.Config:
+    if isinstance(flow_config, tr.Config):
+        return flow_config
+    get = (flow_config.get if isinstance(flow_config, Mapping)
+           else lambda k: getattr(flow_config, k))
+    return tr.Config.from_dict({k: get(k) for k in (
+        "block_size", "head_dim", "group_size", "topk_val", "topk_ratio",
+        "reserved_bos", "reserved_eos")})
+
+
+def _values(cache: Mapping[str, torch.Tensor], flow,
+            cfg: tr.Config) -> Dict[str, Any]:
+    # create_cache runs first, as vortex_torch's initialize does: flows set
+    # shape-dependent op attributes there (a softmax scale of head_dim).
+    flow.create_cache(cfg.block_size, cfg.head_dim)
+    return {n: EagerTensor(t, FORMAT.PAGED, n) for n, t in cache.items()}
+
+
+def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
+            dense_kv_indptr: torch.Tensor, dense_kv_indices: torch.Tensor,
+            config, max_n: Optional[int] = None
+            ) -> Tuple[Optional[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """One decode step of `flow` (a vFlow object) on torch tensors.
+    Returns `(score, sparse_kv_indptr, sparse_kv_indices)`: the score the
+    selection ranked (float32 per position; None for a trtllm union), the
+    int32 sparse CSR (`sparse_kv_indices` has the capacity of
+    `dense_kv_indices`, -1 past the selection). Saved fields update `cache`
+    in place, after the step."""
+    cfg = _config(config)
+    L = tr.make_layout(dense_kv_indptr, dense_kv_indices, cfg, max_n)
+    ctx = EagerContext(cfg, layout=L)
+    o = _Selection()
+    flow.forward_indexer(EagerTensor(q, FORMAT.BATCHED, "q"), o,
+                         _values(cache, flow, cfg), ctx)
+    for field, value in ctx.saves:
+        tr._save(field, value, L)
+    if o.sparse_indptr is None:
+        raise RuntimeError(f"{type(flow).__name__}.forward_indexer made no "
+                           "selection (topK / approxTopK / Union into o)")
+    score = None if o.score is None else o.score.reshape(-1)
+    return score, o.sparse_indptr, o.sparse_indices
+
+
+def cache_step(flow, cache: Dict[str, torch.Tensor], block_ids: torch.Tensor,
+               config) -> None:
+    """Summarize the completed blocks `block_ids` (negative ids skipped)
+    into the fields of `cache`, in place, with `flow.forward_cache`."""
+    cfg = _config(config)
+    ids = block_ids.to(torch.int64)
+    ids = ids[ids >= 0]
+    ctx = EagerContext(cfg, block_ids=ids)
+    flow.forward_cache(_values(cache, flow, cfg), None, ctx)
+
+
+def flow_for(name: str, config: Mapping[str, Any]):
+    """The registered vortex_torch-style flow behind a compiled flow's name:
+    the exact name, else the longest registered name it starts with
+    followed by '_' (variants such as gqa_quest_sparse_attention_g5 or
+    block_sparse_attention_k64_g8); instantiated, with `create_cache`
+    run for the manifest's config. Returns (flow, {field: (r, c)})."""
+    from . import flows as _shipped  # registers the shipped flows
+    del _shipped
+    from .flow import registry
+    known = registry.list_keys()
+    best = name if name in known else None
+    if best is None:
+        for k in known:
+            if name.startswith(k + "_") and (best is None or
+                                             len(k) > len(best)):
+                best = k
+    if best is None:
+        raise KeyError(f"no registered flow for {name!r} (known: "
+                       f"{sorted(known)})")
+    flow = registry.get(best)()
+    fields = flow.create_cache(int(config["block_size"]),
+                               int(config["head_dim"]))
+    return flow, {f: tuple(rc) for f, rc in fields.items()}
+
+
+def budget(config, n):
+    """The budget rule (vortex.manifest), for eager callers."""
+    cfg = _config(config)
+    return budget_rule(cfg.topk_val + cfg.bos + cfg.eos, cfg.topk_ratio, n)
