@@ -20,6 +20,8 @@ StringRef abi::stringifyRole(Role role) {
     return "output";
   case Role::Scratch:
     return "scratch";
+  case Role::Parameter:
+    return "parameter";
   }
   llvm_unreachable("unknown role");
 }
@@ -103,6 +105,15 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
         {kNumBlocks.str(), std::to_string(t.getD0()),
          std::to_string(t.getD1())});
   }
+  // Parameters: one value [1, r, c] shared by every row (the constant 1, not
+  // a symbol), after the fields in both bodies.
+  SmallVector<StringRef> params = flow.getParamNames();
+  for (auto [i, name] : llvm::enumerate(params)) {
+    auto t = cast<VTensorType>(
+        indexer.getArgument(2 + names.size() + i).getType());
+    add(name, Role::Parameter, t.getElementType(),
+        {"1", std::to_string(t.getD0()), std::to_string(t.getD1())});
+  }
   auto i32 = IntegerType::get(ctx, 32);
   std::string rowsPlusOne = (kRows + "+1").str();
   add(kDenseIndptr, Role::Input, i32, {rowsPlusOne});
@@ -111,14 +122,15 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   add(kSparseIndices, Role::Output, i32, {kTotal.str()});
   add(kBlockIds, Role::Input, i32, {kNumNew.str()});
 
-  // o (the indexer's second argument) becomes the sparse CSR.
+  // o (the indexer's second argument) becomes the sparse CSR. Both steps
+  // take the parameters after the fields; no step writes them.
   abi.indexerArgs.push_back(kQuery.str());
-  for (StringRef name : names)
+  for (StringRef name : llvm::concat<StringRef>(names, params))
     abi.indexerArgs.push_back(name.str());
   for (StringRef name :
        {kDenseIndptr, kDenseIndices, kSparseIndptr, kSparseIndices})
     abi.indexerArgs.push_back(name.str());
-  for (StringRef name : names)
+  for (StringRef name : llvm::concat<StringRef>(names, params))
     abi.cacheArgs.push_back(name.str());
   abi.cacheArgs.push_back(kBlockIds.str());
 

@@ -59,10 +59,14 @@ int64_t mlir::vortex::nextPowerOf2(int64_t n) {
 
 
 Format mlir::vortex::inferWorkloadFormat(ArrayRef<Format> inputs) {
-  bool allBatched = !inputs.empty() && llvm::all_of(inputs, [](Format f) {
-    return f == Format::Batched;
+  // A parameter is one row shared by every row: it keeps a batched result
+  // batched, but alone it gives no row domain (it broadcasts to every
+  // position, a ragged value).
+  bool rowwise = llvm::all_of(inputs, [](Format f) {
+    return f == Format::Batched || f == Format::Parameter;
   });
-  return allBatched ? Format::Batched : Format::Ragged;
+  bool anyBatched = llvm::is_contained(inputs, Format::Batched);
+  return rowwise && anyBatched ? Format::Batched : Format::Ragged;
 }
 
 double mlir::vortex::neutralOf(ReduceKind kind) {

@@ -58,33 +58,27 @@ static LogicalResult verifyLeading(Operation *op, ArrayRef<VTensorType> ins,
   return success();
 }
 
-/// Formats a workload-fused op may read directly: batched rows, ragged
-/// intermediates, paged fields and (cache side) slotted fields.
-static LogicalResult verifyWorkloadInput(Operation *op, VTensorType t,
-                                         StringRef what) {
-  if (t.isParameter())
-    return op->emitOpError() << what
-                             << " must not be a 'parameter' tensor (only the "
-                                "second operand of vortex.gemm may be)";
-  return success();
-}
-
-/// The output-format rule: batched iff all inputs batched, else ragged.
+/// The output-format rule of workload-fused ops (which read batched rows,
+/// ragged intermediates, paged and slotted fields and parameters directly):
+/// batched iff every input is batched or a parameter and at least one is
+/// batched, else ragged.
 static LogicalResult verifyWorkloadResult(Operation *op,
                                           ArrayRef<VTensorType> ins,
                                           VTensorType out) {
   SmallVector<Format> formats;
-  for (auto [i, t] : llvm::enumerate(ins)) {
-    if (failed(verifyWorkloadInput(op, t, "operand #" + std::to_string(i))))
-      return failure();
+  for (VTensorType t : ins)
     formats.push_back(t.getFormatKind());
-  }
   Format expected = inferWorkloadFormat(formats);
-  if (out.getFormatKind() != expected)
-    return op->emitOpError("result format must be '")
-           << fmtName(expected)
-           << "' (batched iff every input is batched, else ragged), got '"
-           << fmtName(out.getFormatKind()) << "'";
+  if (out.getFormatKind() != expected) {
+    auto diag = op->emitOpError("result format must be '")
+                << fmtName(expected) << "' (batched iff every input is ";
+    if (llvm::is_contained(formats, Format::Parameter))
+      diag << "batched or a parameter and at least one is batched";
+    else
+      diag << "batched";
+    return diag << ", else ragged), got '" << fmtName(out.getFormatKind())
+                << "'";
+  }
   return verifyLeading(op, ins, out);
 }
 
@@ -185,8 +179,8 @@ LogicalResult GeMMOp::verify() {
     return emitOpError("contraction extents differ: x is ")
            << shapeStr(x) << ", y is " << shapeStr(y)
            << " (GeMM(x, y) = y x^T needs equal last extents)";
-  if (x.isParameter())
-    return emitOpError("x must not be a 'parameter' tensor");
+  // A parameter y is vortex_torch's compute_param path (standalone, batched
+  // x, batched result); a parameter x broadcasts like a batched row.
   if (y.isParameter()) {
     if (!x.isBatched())
       return emitOpError("a 'parameter' weight requires a 'batched' x, got '")
@@ -329,10 +323,35 @@ LogicalResult MaskSliceOp::verify() {
 // Fields
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyFieldOperand(Operation *op, VTensorType field,
-                                        bool allowSlotted) {
+/// "parameter 'w'" for the body argument `w` of a flow, else "a 'parameter'
+/// tensor".
+static std::string describeParameter(Value v) {
+  Region *region = v.getParentRegion();
+  if (auto flow = dyn_cast_or_null<FlowOp>(region ? region->getParentOp()
+                                                  : nullptr)) {
+    StringRef name = flow.getArgumentName(v);
+    if (!name.empty())
+      return ("parameter '" + name + "'").str();
+  }
+  return "a 'parameter' tensor";
+}
+
+static LogicalResult verifyFieldOperand(Operation *op, Value fieldValue,
+                                        bool allowSlotted, bool writes) {
+  VTensorType field = vt(fieldValue);
   if (field.isPaged() || (allowSlotted && field.isSlotted()))
     return success();
+  if (field.isParameter()) {
+    if (writes)
+      return op->emitOpError("writes ")
+             << describeParameter(fieldValue)
+             << ", which is read-only (a parameter is bound at run time and "
+                "never written by a step)";
+    return op->emitOpError("reads ")
+           << describeParameter(fieldValue)
+           << " as a field; a parameter is not per-block state: use it "
+              "directly as an operand";
+  }
   return op->emitOpError("field must be 'paged'")
          << (allowSlotted ? " or 'slotted'" : "") << ", got '"
          << fmtName(field.getFormatKind()) << "'";
@@ -347,32 +366,36 @@ static LogicalResult verifySameInner(Operation *op, VTensorType a,
 }
 
 LogicalResult FillOp::verify() {
-  return verifyFieldOperand(*this, vt(getField()), /*allowSlotted=*/true);
+  return verifyFieldOperand(*this, getField(), /*allowSlotted=*/true,
+                            /*writes=*/true);
 }
 
 LogicalResult WriteOp::verify() {
   VTensorType v = vt(getValue()), f = vt(getField());
+  if (failed(verifyFieldOperand(*this, getField(), /*allowSlotted=*/true,
+                                /*writes=*/true)))
+    return failure();
   if (!v.isRagged())
     return emitOpError("value must be a 'ragged' per-block tensor, got '")
            << fmtName(v.getFormatKind()) << "'";
-  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/true)))
-    return failure();
   return verifySameInner(*this, v, f);
 }
 
 LogicalResult SaveOp::verify() {
   VTensorType v = vt(getValue()), f = vt(getField());
+  if (failed(verifyFieldOperand(*this, getField(), /*allowSlotted=*/false,
+                                /*writes=*/true)))
+    return failure();
   if (!v.isRagged())
     return emitOpError("value must be 'ragged', got '")
            << fmtName(v.getFormatKind()) << "'";
-  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/false)))
-    return failure();
   return verifySameInner(*this, v, f);
 }
 
 LogicalResult LoadOp::verify() {
   VTensorType f = vt(getField()), out = vt(getResult());
-  if (failed(verifyFieldOperand(*this, f, /*allowSlotted=*/false)))
+  if (failed(verifyFieldOperand(*this, getField(), /*allowSlotted=*/false,
+                                /*writes=*/false)))
     return failure();
   if (!out.isRagged())
     return emitOpError("result must be 'ragged', got '")
@@ -455,6 +478,42 @@ SmallVector<StringRef> FlowOp::getCacheTensorNames() {
   return names;
 }
 
+SmallVector<FieldAttr> FlowOp::getParamDecls() {
+  SmallVector<FieldAttr> params;
+  if (ArrayAttr attr = getParamsAttr())
+    for (Attribute a : attr)
+      params.push_back(cast<FieldAttr>(a));
+  return params;
+}
+
+SmallVector<StringRef> FlowOp::getParamNames() {
+  SmallVector<StringRef> names;
+  for (FieldAttr p : getParamDecls())
+    names.push_back(p.getName().getValue());
+  return names;
+}
+
+/// Body argument names in order: (q, o on the indexer side), k, v, the
+/// fields, the parameters.
+static SmallVector<StringRef> bodyArgumentNames(FlowOp flow, bool indexer) {
+  SmallVector<StringRef> names;
+  if (indexer)
+    names = {"q", "o"};
+  llvm::append_range(names, flow.getCacheTensorNames());
+  llvm::append_range(names, flow.getParamNames());
+  return names;
+}
+
+StringRef FlowOp::getArgumentName(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner()->getParentOp() != getOperation())
+    return {};
+  bool indexer = arg.getOwner()->getParent() == &getIndexer();
+  SmallVector<StringRef> names = bodyArgumentNames(*this, indexer);
+  return arg.getArgNumber() < names.size() ? names[arg.getArgNumber()]
+                                           : StringRef();
+}
+
 VTensorType FlowOp::getKVType() {
   FlowConfigAttr c = getConfig();
   return VTensorType::get(
@@ -480,6 +539,12 @@ VTensorType FlowOp::getFieldType(FieldAttr field) {
                           getConfig().getIntermediateDtype(), Format::Paged);
 }
 
+VTensorType FlowOp::getParamType(FieldAttr param) {
+  return VTensorType::get({1, param.getRows(), param.getCols()},
+                          getConfig().getIntermediateDtype(),
+                          Format::Parameter);
+}
+
 Operation *FlowOp::getSelectionOp() {
   for (Operation &op : getIndexerBody())
     if (isa<TopKOp, ApproxTopKOp, UnionOp>(op))
@@ -491,15 +556,54 @@ void FlowOp::getAsmBlockArgumentNames(Region &region,
                                       OpAsmSetValueNameFn setNameFn) {
   if (region.empty())
     return;
-  SmallVector<StringRef> names;
-  if (&region == &getIndexer())
-    names = {"q", "o"};
-  llvm::append_range(names, getCacheTensorNames());
+  SmallVector<StringRef> names =
+      bodyArgumentNames(*this, &region == &getIndexer());
   for (auto [arg, name] : llvm::zip(region.getArguments(), names))
     setNameFn(arg, name);
 }
 
+/// `(name = [r, c], ...)`: the list of `fields(...)` or `params(...)`.
+static ParseResult parseDeclList(OpAsmParser &parser, bool isParam,
+                                 SmallVectorImpl<Attribute> &decls) {
+  MLIRContext *ctx = parser.getContext();
+  return parser.parseCommaSeparatedList(
+      OpAsmParser::Delimiter::Paren, [&]() -> ParseResult {
+        std::string name;
+        int64_t rows, cols;
+        llvm::SMLoc loc = parser.getCurrentLocation();
+        if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+            parser.parseLSquare() || parser.parseInteger(rows) ||
+            parser.parseComma() || parser.parseInteger(cols) ||
+            parser.parseRSquare())
+          return failure();
+        if (isParam && name.empty())
+          return parser.emitError(loc, "parameter needs a non-empty name");
+        if (isParam && (rows <= 0 || cols <= 0))
+          return parser.emitError(loc, "parameter '")
+                 << name << "' must have a positive [r, c] shape, got ["
+                 << rows << ", " << cols << "]";
+        auto emitError = [&]() { return parser.emitError(loc); };
+        FieldAttr decl = FieldAttr::getChecked(
+            emitError, ctx, StringAttr::get(ctx, name), rows, cols);
+        if (!decl)
+          return failure();
+        decls.push_back(decl);
+        return success();
+      });
+}
+
+static void printDeclList(OpAsmPrinter &p, ArrayAttr decls) {
+  p << "(";
+  llvm::interleaveComma(decls, p, [&](Attribute a) {
+    auto f = cast<FieldAttr>(a);
+    p.printKeywordOrString(f.getName().getValue());
+    p << " = [" << f.getRows() << ", " << f.getCols() << "]";
+  });
+  p << ")";
+}
+
 // vortex.flow @name config = #vortex.config<...> fields(a = [r, c], ...)
+//     [params(w = [r, c], ...)]
 //     cache(%k: T, ...) { ... } indexer(%q: T, ...) { ... } [attributes {...}]
 ParseResult FlowOp::parse(OpAsmParser &parser, OperationState &result) {
   StringAttr symName;
@@ -509,29 +613,20 @@ ParseResult FlowOp::parse(OpAsmParser &parser, OperationState &result) {
       parser.parseKeyword("fields"))
     return failure();
   MLIRContext *ctx = parser.getContext();
-  SmallVector<Attribute> fields;
-  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren, [&]() {
-        std::string name;
-        int64_t rows, cols;
-        llvm::SMLoc loc = parser.getCurrentLocation();
-        if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
-            parser.parseLSquare() || parser.parseInteger(rows) ||
-            parser.parseComma() || parser.parseInteger(cols) ||
-            parser.parseRSquare())
-          return failure();
-        auto emitError = [&]() { return parser.emitError(loc); };
-        FieldAttr field = FieldAttr::getChecked(
-            emitError, ctx, StringAttr::get(ctx, name), rows, cols);
-        if (!field)
-          return failure();
-        fields.push_back(field);
-        return success();
-      }))
+  SmallVector<Attribute> fields, params;
+  if (parseDeclList(parser, /*isParam=*/false, fields))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("params")) &&
+      parseDeclList(parser, /*isParam=*/true, params))
     return failure();
   result.addAttribute(getSymNameAttrName(result.name), symName);
   result.addAttribute(getConfigAttrName(result.name), config);
   result.addAttribute(getFieldsAttrName(result.name),
                       ArrayAttr::get(ctx, fields));
+  // No parameters: no attribute, so such a flow prints as it always did.
+  if (!params.empty())
+    result.addAttribute(getParamsAttrName(result.name),
+                        ArrayAttr::get(ctx, params));
 
   for (StringRef keyword : {"cache", "indexer"}) {
     SmallVector<OpAsmParser::Argument> args;
@@ -552,13 +647,12 @@ void FlowOp::print(OpAsmPrinter &p) {
   p.printSymbolName(getSymName());
   p << " config = ";
   p.printAttribute(getConfig());
-  p << " fields(";
-  llvm::interleaveComma(getFields(), p, [&](Attribute a) {
-    auto f = cast<FieldAttr>(a);
-    p.printKeywordOrString(f.getName().getValue());
-    p << " = [" << f.getRows() << ", " << f.getCols() << "]";
-  });
-  p << ")";
+  p << " fields";
+  printDeclList(p, getFields());
+  if (ArrayAttr params = getParamsAttr(); params && !params.empty()) {
+    p << " params";
+    printDeclList(p, params);
+  }
   auto printBody = [&](StringRef keyword, Region &region) {
     p.printNewline();
     p << keyword << "(";
@@ -572,7 +666,8 @@ void FlowOp::print(OpAsmPrinter &p) {
   printBody("indexer", getIndexer());
   p.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(),
-      {getSymNameAttrName(), getConfigAttrName(), getFieldsAttrName()});
+      {getSymNameAttrName(), getConfigAttrName(), getFieldsAttrName(),
+       getParamsAttrName()});
 }
 
 namespace {
@@ -635,6 +730,15 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
   return success();
 }
 
+/// Names the compiled flow's ABI gives its other step arguments
+/// (FlowABI.h); a field or parameter may not take one.
+static bool isReservedABIName(StringRef name) {
+  return llvm::is_contained({"q", "dense_kv_indptr", "dense_kv_indices",
+                             "sparse_kv_indptr", "sparse_kv_indices",
+                             "block_ids"},
+                            name);
+}
+
 LogicalResult FlowOp::verifyRegions() {
   // Fields: unique names, k and v implicit.
   llvm::StringSet<> seen;
@@ -645,22 +749,53 @@ LogicalResult FlowOp::verifyRegions() {
     if (name == "k" || name == "v")
       return emitOpError("cache field '")
              << name << "' is implicit and must not be declared";
+    if (isReservedABIName(name))
+      return emitOpError("cache field '")
+             << name << "' takes the name of a step argument of the "
+                "compiled flow";
     if (!seen.insert(name).second)
       return emitOpError("cache field '") << name << "' is declared twice";
     fields.push_back(f);
   }
+  // Parameters: names unique across k, v, the fields and the parameters.
+  SmallVector<FieldAttr> params = getParamDecls();
+  for (FieldAttr p : params) {
+    StringRef name = p.getName().getValue();
+    if (name == "k" || name == "v")
+      return emitOpError("parameter '")
+             << name << "' takes the name of the cache tensor '" << name
+             << "'";
+    if (isReservedABIName(name))
+      return emitOpError("parameter '")
+             << name << "' takes the name of a step argument of the "
+                "compiled flow";
+    if (llvm::any_of(fields,
+                     [&](FieldAttr f) { return f.getName() == p.getName(); }))
+      return emitOpError("parameter '")
+             << name << "' takes the name of a cache field";
+    if (!seen.insert(name).second)
+      return emitOpError("parameter '") << name << "' is declared twice";
+  }
 
   // Region signatures.
   Block &cache = getCacheBody(), &indexer = getIndexerBody();
-  size_t n = fields.size();
-  if (cache.getNumArguments() != 2 + n)
-    return emitOpError("cache body must take k, v and the ")
-           << n << " declared field(s), got " << cache.getNumArguments()
-           << " argument(s)";
-  if (indexer.getNumArguments() != 4 + n)
-    return emitOpError("indexer body must take q, o, k, v and the ")
-           << n << " declared field(s), got " << indexer.getNumArguments()
-           << " argument(s)";
+  size_t n = fields.size(), np = params.size();
+  auto declared = [&](InFlightDiagnostic &diag) -> InFlightDiagnostic & {
+    diag << n << " declared field(s)";
+    if (np)
+      diag << " and the " << np << " parameter(s)";
+    return diag;
+  };
+  if (cache.getNumArguments() != 2 + n + np) {
+    auto diag = emitOpError("cache body must take k, v and the ");
+    return declared(diag) << ", got " << cache.getNumArguments()
+                          << " argument(s)";
+  }
+  if (indexer.getNumArguments() != 4 + n + np) {
+    auto diag = emitOpError("indexer body must take q, o, k, v and the ");
+    return declared(diag) << ", got " << indexer.getNumArguments()
+                          << " argument(s)";
+  }
   VTensorType kv = getKVType();
   for (auto [side, block, offset] :
        {std::tuple<Side, Block *, unsigned>{Side::Cache, &cache, 0},
@@ -675,6 +810,11 @@ LogicalResult FlowOp::verifyRegions() {
       if (failed(verifyArgType(*this, block->getArgument(offset + 2 + i),
                                f.getName().getValue(), getFieldType(f),
                                slotted)))
+        return failure();
+    for (auto [i, p] : llvm::enumerate(params))
+      if (failed(verifyArgType(*this, block->getArgument(offset + 2 + n + i),
+                               p.getName().getValue(), getParamType(p),
+                               /*allowSlotted=*/false)))
         return failure();
   }
   auto q = dyn_cast<VTensorType>(indexer.getArgument(0).getType());

@@ -18,7 +18,7 @@ with `trace(flow, FlowConfig(...))` and compiled with `compile(flow,
 FlowConfig(...), target=...)`; see `vortex.frontend`.
 """
 
-from .compiler import VortexCompileError, compile, find_tool
+from .compiler import VortexCompileError, find_tool
 from .cpu import CompiledFlow, FlowInfo, compile_flow
 # The Python front end: vortex_torch-style flows. Its `compile` takes IR as
 # compiler.compile does and also a vFlow (instance, class or registered
@@ -26,10 +26,11 @@ from .cpu import CompiledFlow, FlowInfo, compile_flow
 from .frontend import FlowConfig, FlowError, compile, trace
 
 
-def load(manifest_path, device=None):
-    """A compiled flow as torch ops (see `vortex.ops.Flow`)."""
+def load(manifest_path, device=None, params=None):
+    """A compiled flow as torch ops (see `vortex.ops.Flow`); `params` binds
+    its parameters (learned constants)."""
     from .ops import load as _load
-    return _load(manifest_path, device)
+    return _load(manifest_path, device, params)
 
 
 __all__ = ["CompiledFlow", "FlowConfig", "FlowError", "FlowInfo",

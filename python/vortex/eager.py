@@ -31,6 +31,7 @@ import torch
 
 from . import torch_reference as tr
 from .abs.context_base import ContextBase, Mode
+from .abs.parameter import Parameter
 from .abs.tensor import FORMAT
 from .manifest import budget_rule
 
@@ -319,6 +320,9 @@ def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
     if not isinstance(ctx, EagerContext):
         raise TypeError(f"{type(op).__name__}: eager execution needs the "
                         "context of vortex.eager.indexer / cache_step")
+    # A flow's Parameter is its tensor (with its autograd history).
+    args = tuple(EagerTensor(a.value(), FORMAT.PARAMETER, a.name or "")
+                 if isinstance(a, Parameter) else a for a in args)
     m = op.mnemonic
     if m == "fill":
         dest = _field(args[0], "Fill")

@@ -47,7 +47,7 @@ _BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
 _BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
 
 SYMBOLS = ("rows", "total", "num_blocks", "num_new")
-_ROLES = ("input", "cache", "output", "scratch")
+_ROLES = ("input", "cache", "output", "scratch", "parameter")
 _GRIDS = ("persistent", "rows", "items", "fixed", "host")
 INT32_MAX = 2 ** 31 - 1
 

@@ -165,17 +165,23 @@ def registered_ops() -> Dict[str, str]:
     return {op.qualname: op.schema for op in _OPS.values()}
 
 
-def _caller(op: _Op, head: List[str], tail: List[str]):
-    """A function `call(packet, raw, <head>, cache, <tail>)` calling the op
-    with arguments gathered from a step's named parameters and the `cache`
-    dict, in the schema's order. Generated once per step so that the eager
-    host path is a handful of bytecodes: it calls the op's C++ entry point
-    (`raw`), skipping OpOverload.__call__, except while torch.compile traces
-    (then the packet, which Dynamo records)."""
-    params = ", ".join(head + ["cache"] + tail)
-    parts = ", ".join(n if n in head or n in tail else f"cache[{n!r}]"
-                      for n in op.args)
-    src = (f"def call(_packet, _raw, {params}):\n"
+def _caller(op: _Op, head: List[str], tail: List[str],
+            params: List[str]):
+    """A function `call(packet, raw, <head>, cache, params, <tail>)` calling
+    the op with arguments gathered from a step's named parameters, the
+    `cache` dict and the bound `params`, in the schema's order. Generated
+    once per step so that the eager host path is a handful of bytecodes: it
+    calls the op's C++ entry point (`raw`), skipping OpOverload.__call__,
+    except while torch.compile traces (then the packet, which Dynamo
+    records)."""
+    sig = ", ".join(head + ["cache", "params"] + tail)
+
+    def arg(n: str) -> str:
+        if n in head or n in tail:
+            return n
+        return f"params[{n!r}]" if n in params else f"cache[{n!r}]"
+    parts = ", ".join(arg(n) for n in op.args)
+    src = (f"def call(_packet, _raw, {sig}):\n"
            f"    if _compiling():\n"
            f"        _packet({parts})\n"
            f"    else:\n"
@@ -188,7 +194,8 @@ def _caller(op: _Op, head: List[str], tail: List[str]):
 class Flow:
     """A compiled flow (one manifest) behind its two torch ops."""
 
-    def __init__(self, manifest_path: str, device: Optional[int] = None):
+    def __init__(self, manifest_path: str, device: Optional[int] = None,
+                 params: Optional[Mapping[str, Any]] = None):
         m = self.manifest = Manifest.from_file(manifest_path)
         if m.backend == "cpu":
             self.runtime = CPUFlow(m)
@@ -206,16 +213,51 @@ class Flow:
         self.cache_op = self._cache.packet
         self._raw_indexer = self.indexer_op._op
         self._raw_cache = self.cache_op._op
+        self.param_names = [n for n in m.steps["indexer"].args
+                            if m.tensors[n].role == "parameter"]
+        self._params: Dict[str, torch.Tensor] = {}
         self._call_indexer = _caller(
             self._indexer, ["q"],
             ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
-             "sparse_kv_indices"])
-        self._call_cache = _caller(self._cache, [], ["block_ids"])
-        self._cache_names = set(m.cache_names())
+             "sparse_kv_indices"], self.param_names)
+        self._call_cache = _caller(self._cache, [], ["block_ids"],
+                                   self.param_names)
+        if params is not None:
+            self.bind(params)
 
     def __repr__(self):
         return (f"vortex.Flow(@{self.name}, {self.manifest.backend}, "
                 f"ops={self._indexer.qualname}, {self._cache.qualname})")
+
+    def bind(self, params: Mapping[str, Any]) -> None:
+        """Bind the flow's parameters (learned constants, docs/contract.md):
+        `{name: tensor [r, c] or [1, r, c], or a vortex.abs.Parameter}`, e.g.
+        the trained `flow_object.parameters()`. They are copied (detached)
+        to the flow's device and dtype and passed to every call."""
+        if not isinstance(params, Mapping):
+            raise ValueError(f"params: expected a dict name -> tensor, got "
+                             f"{type(params).__name__}")
+        from .abs.parameter import Parameter
+        bound = dict(self._params)
+        for name, value in params.items():
+            if name not in self.param_names:
+                raise ValueError(f"params[{name!r}]: the flow has no such "
+                                 f"parameter (it has {self.param_names})")
+            spec = self.manifest.tensors[name]
+            want = spec.extents({})
+            t = value.value() if isinstance(value, Parameter) else value
+            if not isinstance(t, torch.Tensor):
+                raise ValueError(f"params[{name!r}]: expected a tensor, got "
+                                 f"{type(t).__name__}")
+            t = t.detach()
+            if t.dim() == 2:
+                t = t.unsqueeze(0)
+            if tuple(t.shape) != tuple(want):
+                raise ValueError(f"params[{name!r}]: shape {list(t.shape)}, "
+                                 f"expected {list(want)}")
+            bound[name] = t.to(device=self.device, dtype=getattr(
+                torch, DTYPES[spec.dtype][0]), copy=True).contiguous()
+        self._params = bound
 
     # -- helpers -------------------------------------------------------------
     def budget(self, n: int) -> int:
@@ -259,6 +301,11 @@ class Flow:
         cache that is not a dict, a missing key, a tensor on a backend this
         flow has no build for) into a ValueError naming the argument."""
         if isinstance(err, (KeyError, TypeError, AttributeError)):
+            missing = [n for n in self.param_names if n not in self._params]
+            if missing:
+                raise ValueError(f"params: {missing} not bound; pass "
+                                 "params= to vortex.load or call "
+                                 "flow.bind(...)") from err
             if "cache" in named:
                 self._check_cache(named["cache"])
             for n, t in named.items():
@@ -311,7 +358,7 @@ class Flow:
             if guard is not None:
                 guard.__enter__()
             self._call_indexer(self.indexer_op, self._raw_indexer, q, cache,
-                               dense_kv_indptr, dense_kv_indices,
+                               self._params, dense_kv_indptr, dense_kv_indices,
                                sparse_kv_indptr, sparse_kv_indices)
         except (KeyError, TypeError, NotImplementedError, RuntimeError,
                 AttributeError) as err:
@@ -374,7 +421,8 @@ class Flow:
         try:
             if guard is not None:
                 guard.__enter__()
-            self._call_cache(self.cache_op, self._raw_cache, cache, block_ids)
+            self._call_cache(self.cache_op, self._raw_cache, cache,
+                             self._params, block_ids)
         except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
             self._explain(err, dict(cache=cache, block_ids=block_ids))
         finally:
@@ -382,6 +430,8 @@ class Flow:
                 guard.__exit__(None, None, None)
 
 
-def load(manifest_path: str, device: Optional[int] = None) -> Flow:
-    """Load a compiled flow's manifest and define (or extend) its torch ops."""
-    return Flow(manifest_path, device)
+def load(manifest_path: str, device: Optional[int] = None,
+         params: Optional[Mapping[str, Any]] = None) -> Flow:
+    """Load a compiled flow's manifest and define (or extend) its torch ops;
+    `params` binds the flow's parameters (see `Flow.bind`)."""
+    return Flow(manifest_path, device, params)

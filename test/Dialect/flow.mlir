@@ -2,7 +2,8 @@
 // RUN: vortex-opt %s --mlir-print-op-generic | vortex-opt | FileCheck %s
 
 // Whole flows: the custom vortex.flow syntax, its region signatures, and the
-// block-argument names (q, o, k, v, then the fields) the printer gives them.
+// block-argument names (q, o, k, v, then the fields, then the parameters)
+// the printer gives them. A flow without parameters prints no params(...).
 
 !kv  = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
 !q   = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
@@ -49,7 +50,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv) {
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: vortex.flow @quest
-// CHECK-SAME: fields(centroids = [1, 128], max = [1, 128], min = [1, 128])
+// CHECK-SAME: fields(centroids = [1, 128], max = [1, 128], min = [1, 128]){{$}}
 // CHECK-NEXT: cache(%k: {{.*}}, %v: {{.*}}, %centroids: {{.*}}, %max: {{.*}}, %min: {{.*}}) {
 // CHECK-NEXT: %[[M:.*]] = vortex.mean %k {dim = 1 : i64}
 // CHECK-NEXT: vortex.write %[[M]] into %centroids
@@ -319,4 +320,81 @@ indexer(%q: !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>, padded = [8, 
   vortex.topk %s into %o
       : !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>, padded = [1, 1]>
       into !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>, padded = [1, 1]>
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters: learned, batch-shared [1, r, c] weights after the fields in
+// both bodies, named after their declaration.
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: vortex.flow @learned_query
+// CHECK-SAME: fields(centroids = [1, 128]) params(w = [4, 128], scale = [1, 128]){{$}}
+// CHECK-NEXT: cache(%k: {{.*}}, %v: {{.*}}, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, %w: !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>, %scale: !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>) {
+// CHECK-NEXT: %[[KS:.*]] = vortex.multiply %k, %scale : (!vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>, !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x16x128xbf16, #vortex.format<ragged>>
+// CHECK-NEXT: %[[M:.*]] = vortex.mean %[[KS]] {dim = 1 : i64}
+// CHECK-NEXT: vortex.write %[[M]] into %centroids
+// CHECK-NEXT: }
+// CHECK-NEXT: indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %centroids: {{.*}}, %w: !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>, %scale: !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>) {
+// CHECK-NEXT: %[[QM:.*]] = vortex.mean %q {dim = 1 : i64}
+// CHECK-NEXT: %[[QW:.*]] = vortex.multiply %[[QM]], %w : (!vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>, !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+// CHECK-NEXT: %[[S4:.*]] = vortex.gemm %[[QW]], %centroids
+// CHECK-NEXT: %[[G:.*]] = vortex.gemm %w, %centroids : (!vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x1x4xbf16, #vortex.format<ragged>>
+// CHECK-NEXT: %[[A:.*]] = vortex.add %[[S4]], %[[G]]
+// CHECK-NEXT: %[[S:.*]] = vortex.max %[[A]] {dim = 2 : i64}
+// CHECK-NEXT: vortex.topk %[[S]] into %o
+// CHECK-NEXT: }
+!w   = !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>
+!sc  = !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>
+!kvr = !vortex.vtensor<?x16x128xbf16, #vortex.format<ragged>>
+!qw  = !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+!s4  = !vortex.vtensor<?x1x4xbf16, #vortex.format<ragged>>
+vortex.flow @learned_query
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02,
+        reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128]) params(w = [4, 128], scale = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
+  %ks = vortex.multiply %k, %scale : (!kv, !sc) -> !kvr
+  %m = vortex.mean %ks {dim = 1 : i64} : !kvr -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %qw = vortex.multiply %qm, %w : (!qm, !w) -> !qw
+  %s4 = vortex.gemm %qw, %centroids : (!qw, !c) -> !s4
+  %g = vortex.gemm %w, %centroids : (!w, !c) -> !s4
+  %a = vortex.add %s4, %g : (!s4, !s4) -> !s4
+  %s = vortex.max %a {dim = 2 : i64} : !s4 -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// No fields, a parameter whose name is not a bare identifier, its padded
+// form (after vortex-pad), and the compute_param gemm (standalone).
+// CHECK-LABEL: vortex.flow @params_only
+// CHECK-SAME: fields() params("learned w" = [5, 128]){{$}}
+// CHECK-NEXT: cache(%k: {{.*}}, %v: {{.*}}, %learned_w: !vortex.vtensor<1x5x128xbf16, #vortex.format<parameter>, padded = [8, 128]>) {
+// CHECK-NEXT: }
+// CHECK-NEXT: indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %learned_w: !vortex.vtensor<1x5x128xbf16, #vortex.format<parameter>, padded = [8, 128]>) {
+// CHECK-NEXT: %[[QM:.*]] = vortex.mean %q
+// CHECK-NEXT: %[[P:.*]] = vortex.gemm %[[QM]], %learned_w : (!vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>, !vortex.vtensor<1x5x128xbf16, #vortex.format<parameter>, padded = [8, 128]>) -> !vortex.vtensor<?x5x1xbf16, #vortex.format<batched>, padded = [8, 1]>
+!wp  = !vortex.vtensor<1x5x128xbf16, #vortex.format<parameter>, padded = [8, 128]>
+!p5  = !vortex.vtensor<?x5x1xbf16, #vortex.format<batched>, padded = [8, 1]>
+!p1  = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+vortex.flow @params_only
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02,
+        reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields() params("learned w" = [5, 128])
+cache(%k: !kv, %v: !kv, %w: !wp) {
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %w: !wp) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %p = vortex.gemm %qm, %w : (!qm, !wp) -> !p5
+  %pm = vortex.max %p {dim = 1 : i64} : !p5 -> !p1
+  %km = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  %s = vortex.gemv %qm, %km : (!qm, !cr) -> !s
+  %t = vortex.multiply %s, %pm : (!s, !p1) -> !s
+  vortex.topk %t into %o : !s into !o
 }

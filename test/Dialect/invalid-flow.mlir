@@ -927,3 +927,395 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
   %s = vortex.exp %k : !p -> !r
   vortex.topk %s into %o : !r into !o
 }) : () -> ()
+
+// -----
+
+// Parameter names are unique across k, v, the fields and the parameters.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op parameter 'w' is declared twice}}
+vortex.flow @f config = #cfg fields() params(w = [1, 1], w = [1, 1])
+cache(%k: !p, %v: !p, %w0: !w, %w1: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w0: !w, %w1: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op parameter 'k' takes the name of the cache tensor 'k'}}
+vortex.flow @f config = #cfg fields() params(k = [1, 1])
+cache(%k: !p, %v: !p, %k2: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %k2: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op parameter 'c' takes the name of a cache field}}
+vortex.flow @f config = #cfg fields(c = [1, 1]) params(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p, %c2: !w) {
+  %x = vortex.max %k {dim = 1 : i64} : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p, %c2: !w) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A parameter or a field may not take the name of another step argument
+// of the compiled flow (the manifest names every tensor once).
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op parameter 'q' takes the name of a step argument of the compiled flow}}
+vortex.flow @f config = #cfg fields() params(q = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'block_ids' takes the name of a step argument of the compiled flow}}
+vortex.flow @f config = #cfg fields(block_ids = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.max %k {dim = 1 : i64} : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A parameter's shape and name are checked while parsing the list.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{parameter 'w' must have a positive [r, c] shape, got [0, 1]}}
+vortex.flow @f config = #cfg fields() params(w = [0, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{parameter needs a non-empty name}}
+vortex.flow @f config = #cfg fields() params("" = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Both bodies take the parameters after the fields.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache body must take k, v and the 1 declared field(s) and the 1 parameter(s), got 3 argument(s)}}
+vortex.flow @f config = #cfg fields(c = [1, 1]) params(w = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p, %w: !w) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op indexer body must take q, o, k, v and the 0 declared field(s) and the 1 parameter(s), got 4 argument(s)}}
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A parameter is [1, r, c] of the intermediate dtype, format parameter.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'w' must have type '!vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>', got '!vortex.vtensor<?x1x1xbf16, #vortex.format<parameter>>'}}
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !vortex.vtensor<?x1x1xbf16, #vortex.format<parameter>>) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'w' must have type '!vortex.vtensor<1x1x2xbf16, #vortex.format<parameter>>', got '!vortex.vtensor<1x1x2xbf16, #vortex.format<paged>>'}}
+vortex.flow @f config = #cfg fields() params(w = [1, 2])
+cache(%k: !p, %v: !p, %w: !vortex.vtensor<1x1x2xbf16, #vortex.format<parameter>>) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !vortex.vtensor<1x1x2xbf16, #vortex.format<paged>>) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op argument 'w' must have type '!vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>', got '!vortex.vtensor<1x1x1xf32, #vortex.format<parameter>>'}}
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !vortex.vtensor<1x1x1xf32, #vortex.format<parameter>>) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A parameter is read-only in both steps.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  // expected-error @+1 {{'vortex.save' op writes parameter 'w', which is read-only (a parameter is bound at run time and never written by a step)}}
+  vortex.save %s into %w : !r into !w
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+  %x = vortex.max %k {dim = 1 : i64} : !p -> !r
+  // expected-error @+1 {{'vortex.write' op writes parameter 'w', which is read-only (a parameter is bound at run time and never written by a step)}}
+  vortex.write %x into %w : !r into !w
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1], scale = [1, 1])
+cache(%k: !p, %v: !p, %w: !w, %scale: !w) {
+  // expected-error @+1 {{'vortex.fill' op writes parameter 'scale', which is read-only (a parameter is bound at run time and never written by a step)}}
+  vortex.fill %scale {value = 0.0 : f32} : !w
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w, %scale: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A parameter is not per-block state: no vortex.load.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.load' op reads parameter 'w' as a field; a parameter is not per-block state: use it directly as an operand}}
+  %s = vortex.load %w : !w -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// Where a parameter is not allowed: ops over the blocks of a row
+// (selection, scans, reductions over dim 0) need a ragged operand.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.topk' op score must be 'ragged', got 'parameter'}}
+  vortex.topk %w into %o : !w into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.softmax' op requires a 'ragged' input and result, got 'parameter' -> 'ragged'}}
+  %s = vortex.softmax %w : !w -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.sum' op reduction over dim 0 requires a 'ragged' input, got 'parameter'}}
+  %m = vortex.sum %w {dim = 0 : i64} : !w -> !b
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// The compute_param gemm (a parameter y) needs a batched x: on the cache
+// side, which has no batched value, a parameter is only gemm's x.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+vortex.flow @f config = #cfg fields(c = [1, 1]) params(w = [1, 1])
+cache(%k: !p, %v: !p, %c: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.gemm' op a 'parameter' weight requires a 'batched' x, got 'paged'}}
+  %x = vortex.gemm %k, %w : (!p, !w) -> !b
+  %y = vortex.max %k {dim = 1 : i64} : !p -> !r
+  vortex.write %y into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p, %w: !w) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}

@@ -214,18 +214,38 @@ func.func @static_leading(%a: !vortex.vtensor<?x1x8xbf16, #vortex.format<ragged>
 
 // -----
 
-func.func @parameter_input(%w: !vortex.vtensor<4x8x128xbf16, #vortex.format<parameter>>) {
-  // expected-error @+1 {{'vortex.relu' op operand #0 must not be a 'parameter' tensor (only the second operand of vortex.gemm may be)}}
-  %0 = vortex.relu %w : !vortex.vtensor<4x8x128xbf16, #vortex.format<parameter>> -> !vortex.vtensor<?x8x128xbf16, #vortex.format<ragged>>
+// An op of parameters alone gives no row domain: ragged (every position
+// holds the value), not batched.
+func.func @parameter_input(%w: !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>) {
+  // expected-error @+1 {{'vortex.relu' op result format must be 'ragged' (batched iff every input is batched or a parameter and at least one is batched, else ragged), got 'batched'}}
+  %0 = vortex.relu %w : !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>> -> !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
   return
 }
 
 // -----
 
+func.func @parameter_result(%w: !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>) {
+  // expected-error @+1 {{'vortex.exp' op result format must be 'ragged' (batched iff every input is batched or a parameter and at least one is batched, else ragged), got 'parameter'}}
+  %0 = vortex.exp %w : !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>> -> !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>
+  return
+}
+
+// -----
+
+// A parameter keeps a batched result batched (one row shared by every row).
 func.func @parameter_rhs(%a: !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>,
-                         %w: !vortex.vtensor<4x8x128xbf16, #vortex.format<parameter>>) {
-  // expected-error @+1 {{'vortex.add' op operand #1 must not be a 'parameter' tensor}}
-  %0 = vortex.add %a, %w : (!vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>, !vortex.vtensor<4x8x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x8x128xbf16, #vortex.format<ragged>>
+                         %w: !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>) {
+  // expected-error @+1 {{'vortex.add' op result format must be 'batched' (batched iff every input is batched or a parameter and at least one is batched, else ragged), got 'ragged'}}
+  %0 = vortex.add %a, %w : (!vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>, !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x8x128xbf16, #vortex.format<ragged>>
+  return
+}
+
+// -----
+
+func.func @parameter_paged(%c: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>,
+                           %w: !vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>) {
+  // expected-error @+1 {{'vortex.kron' op result format must be 'ragged' (batched iff every input is batched or a parameter and at least one is batched, else ragged), got 'batched'}}
+  %0 = vortex.kron %w, %c {dims = array<i64: 1>} : (!vortex.vtensor<1x8x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
   return
 }
 
@@ -277,10 +297,20 @@ func.func @gemm_contraction(%q: !vortex.vtensor<?x8x128xbf16, #vortex.format<bat
 
 // -----
 
-func.func @gemm_x_parameter(%w: !vortex.vtensor<4x2x128xbf16, #vortex.format<parameter>>,
+// A parameter x broadcasts like a batched row; two parameters are not the
+// compute_param form (its y needs a batched x).
+func.func @gemm_x_parameter(%w: !vortex.vtensor<1x2x128xbf16, #vortex.format<parameter>>,
                             %c: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) {
-  // expected-error @+1 {{'vortex.gemm' op x must not be a 'parameter' tensor}}
-  %0 = vortex.gemm %w, %c : (!vortex.vtensor<4x2x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x1x2xbf16, #vortex.format<ragged>>
+  // expected-error @+1 {{'vortex.gemm' op result format must be 'ragged' (batched iff every input is batched or a parameter and at least one is batched, else ragged), got 'batched'}}
+  %0 = vortex.gemm %w, %c : (!vortex.vtensor<1x2x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x1x2xbf16, #vortex.format<batched>>
+  return
+}
+
+// -----
+
+func.func @gemm_two_parameters(%w: !vortex.vtensor<1x2x128xbf16, #vortex.format<parameter>>) {
+  // expected-error @+1 {{'vortex.gemm' op a 'parameter' weight requires a 'batched' x, got 'parameter'}}
+  %0 = vortex.gemm %w, %w : (!vortex.vtensor<1x2x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<1x2x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x2x2xbf16, #vortex.format<ragged>>
   return
 }
 

@@ -39,6 +39,35 @@ func.func @contractions(%q: !q, %qm: !qm, %c: !c, %w: !w) {
   return
 }
 
+// Parameters ([1, r, c], one row shared by every row) in the ops that read
+// values: a parameter counts as a batched row, so a result is batched iff
+// every input is batched or a parameter and one is batched, else ragged.
+!pw  = !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>
+!pv  = !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>
+!pp  = !vortex.vtensor<1x3x6xbf16, #vortex.format<parameter>, padded = [4, 8]>
+// CHECK-LABEL: func.func @parameters
+func.func @parameters(%qm: !qm, %c: !c, %w: !pw, %wv: !pv, %p: !pp) {
+  // CHECK: vortex.multiply %{{.*}}, %{{.*}} : (!vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>, !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+  %0 = vortex.multiply %qm, %w : (!qm, !pw) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+  // CHECK: vortex.add %{{.*}}, %{{.*}} : (!vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<ragged>>
+  %1 = vortex.add %c, %w : (!c, !pw) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<ragged>>
+  // CHECK: vortex.gemm %{{.*}}, %{{.*}} : (!vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x1x4xbf16, #vortex.format<ragged>>
+  %2 = vortex.gemm %w, %c : (!pw, !c) -> !vortex.vtensor<?x1x4xbf16, #vortex.format<ragged>>
+  // CHECK: vortex.gemv %{{.*}}, %{{.*}} : (!vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>) -> !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+  %3 = vortex.gemv %wv, %qm : (!pv, !qm) -> !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+  // CHECK: vortex.kron %{{.*}}, %{{.*}} {dims = array<i64: 1>} : (!vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>, !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+  %4 = vortex.kron %qm, %w {dims = array<i64: 1>} : (!qm, !pw) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+  // Parameters alone: every position holds the value (ragged).
+  // CHECK: vortex.exp %{{.*}} : <1x4x128xbf16, #vortex.format<parameter>> -> <?x4x128xbf16, #vortex.format<ragged>>
+  %5 = vortex.exp %w : !pw -> !vortex.vtensor<?x4x128xbf16, #vortex.format<ragged>>
+  // CHECK: vortex.where_gt %{{.*}}, %{{.*}} : (!vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>, !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<ragged>>
+  %6 = vortex.where_gt %w, %wv : (!pw, !pv) -> !vortex.vtensor<?x4x128xbf16, #vortex.format<ragged>>
+  // A masked (padded) parameter stays a parameter.
+  // CHECK: vortex.mask_lanes %{{.*}} {value = 0xFF800000 : f32} : <1x3x6xbf16, #vortex.format<parameter>, padded = [4, 8]> -> <1x3x6xbf16, #vortex.format<parameter>, padded = [4, 8]>
+  %7 = vortex.mask_lanes %p {value = 0xFF800000 : f32} : !pp -> !pp
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions over dims 0, 1 and 2
 //===----------------------------------------------------------------------===//

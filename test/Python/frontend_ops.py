@@ -327,7 +327,7 @@ for mod in (I, C):
             tally(form.startswith("op(") and form.endswith("ctx=ctx)"),
                   f"{mod.__name__}.{name}: {form}")
 
-for mod, name in [(I, "FactorScore"), (I, "LearnedQuery"), (I, "Parameter"),
+for mod, name in [(I, "FactorScore"), (I, "LearnedQuery"),
                   (I, "MetaData"), (C, "LearnedDescriptor"),
                   (vortex.abs, "Int4Packed")]:
     try:
@@ -338,5 +338,15 @@ for mod, name in [(I, "FactorScore"), (I, "LearnedQuery"), (I, "Parameter"),
               os.path.basename(__file__) in str(err),
               f"{mod.__name__}.{name}() raises UnsupportedOpError naming "
               "the op and this line", err)
+
+# Parameter is supported (test/Python/params_train.py): vortex.indexer
+# exports vortex.abs's, and a malformed one is refused at construction.
+tally(I.Parameter is vortex.abs.Parameter,
+      "vortex.indexer.Parameter is vortex.abs.Parameter")
+try:
+    vortex.abs.Parameter([[1.0, 2.0]])
+    tally(False, "Parameter of a list is refused")
+except ValueError as err:
+    tally("Parameter" in str(err), "Parameter of a non-tensor is refused", err)
 
 tally.exit(summary=True)

@@ -197,3 +197,66 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-NEXT: %[[K2:.+]] = vortex.kernel
 // CHECK-NEXT: vortex.multiply %[[P]], %[[K1]]#1
 // CHECK: vortex.topk %[[K2]] into %o
+
+// -----
+
+// Parameters: read directly inside the kernels of both bodies (never
+// yielded); the compute_param gemm (a parameter y) is standalone and a
+// barrier like any S op.
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!kr = !vortex.vtensor<?x16x128xbf16, #vortex.format<ragged>>
+!c = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!q = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!qw = !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>
+!w = !vortex.vtensor<1x4x128xbf16, #vortex.format<parameter>>
+!sc = !vortex.vtensor<1x1x128xbf16, #vortex.format<parameter>>
+!s4 = !vortex.vtensor<?x1x4xbf16, #vortex.format<ragged>>
+!p4 = !vortex.vtensor<?x4x1xbf16, #vortex.format<batched>>
+!p1 = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @params
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.000000e+00 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128]) params(w = [4, 128], scale = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
+  %ks = vortex.multiply %k, %scale : (!kv, !sc) -> !kr
+  %m = vortex.mean %ks {dim = 1 : i64} : !kr -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %qw = vortex.multiply %qm, %w : (!qm, !w) -> !qw
+  %s4 = vortex.gemm %qw, %centroids : (!qw, !c) -> !s4
+  %p = vortex.gemm %qm, %w : (!qm, !w) -> !p4
+  %pm = vortex.max %p {dim = 1 : i64} : !p4 -> !p1
+  %s = vortex.max %s4 {dim = 2 : i64} : !s4 -> !s
+  %t = vortex.multiply %s, %pm : (!s, !p1) -> !s
+  vortex.topk %t into %o : !s into !o
+}
+
+// CHECK-LABEL: vortex.flow @params
+// CHECK: cache(
+// CHECK-NEXT: vortex.kernel {
+// CHECK-NEXT: vortex.multiply %k, %scale
+// CHECK-NEXT: vortex.mean
+// CHECK-NEXT: vortex.write
+// CHECK-NEXT: }
+// CHECK: indexer(
+// CHECK-NEXT: %[[K1:.+]]:2 = vortex.kernel
+// CHECK-NEXT: %[[QM:.+]] = vortex.mean %q
+// CHECK-NEXT: %[[QW:.+]] = vortex.multiply %[[QM]], %w
+// CHECK-NEXT: %[[S4:.+]] = vortex.gemm %[[QW]], %centroids
+// CHECK-NEXT: %[[S:.+]] = vortex.max %[[S4]] {dim = 2 : i64}
+// CHECK-NEXT: vortex.yield %[[QM]], %[[S]]
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[P:.+]] = vortex.gemm %[[K1]]#0, %w
+// CHECK-NEXT: %[[K2:.+]] = vortex.kernel
+// CHECK-NEXT: %[[PM:.+]] = vortex.max %[[P]] {dim = 1 : i64}
+// CHECK-NEXT: vortex.multiply %[[K1]]#1, %[[PM]]
+// CHECK: vortex.topk %[[K2]] into %o

@@ -8,3 +8,15 @@ func.func @implicit(%q: !q) -> !qm {
   %m = vortex.mean %q {dim = 1 : i64} : !q -> !qm
   return %m : !qm
 }
+
+// -----
+
+// A parameter operand too: it is masked only once vortex-pad has made its
+// padding explicit.
+!w = !vortex.vtensor<1x3x96xbf16, #vortex.format<parameter>>
+!r = !vortex.vtensor<?x3x1xbf16, #vortex.format<ragged>>
+func.func @implicit_parameter(%w: !w) -> !r {
+  // expected-error @+1 {{'vortex.max' op uses '!vortex.vtensor<1x3x96xbf16, #vortex.format<parameter>>' whose padding is implicit; run --vortex-pad first}}
+  %m = vortex.max %w {dim = 2 : i64} : !w -> !r
+  return %m : !r
+}

@@ -129,3 +129,80 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // Stores write the 96 real lanes of the field rows.
 // LIN: tensor.extract_slice {{.*}} : tensor<?x1x128xf32> to tensor<1x1x96xf32>
 // LIN: tensor.insert_slice {{.*}} : tensor<1x1x96xf32> into tensor<?x1x96xf32>
+
+// -----
+
+// Parameters are padded like any other tensor (their type in both bodies),
+// and a parameter read by a reduction or a contraction over a padded axis is
+// masked like any operand: the mask of a parameter is a parameter.
+
+!kv = !vortex.vtensor<?x16x96xbf16, #vortex.format<paged>>
+!kr = !vortex.vtensor<?x16x96xbf16, #vortex.format<ragged>>
+!c = !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x96xbf16, #vortex.format<ragged>>
+!q = !vortex.vtensor<?x8x96xbf16, #vortex.format<batched>>
+!w = !vortex.vtensor<1x3x96xbf16, #vortex.format<parameter>>
+!sc = !vortex.vtensor<1x1x96xbf16, #vortex.format<parameter>>
+!b = !vortex.vtensor<1x5x1xbf16, #vortex.format<parameter>>
+!s3 = !vortex.vtensor<?x1x3xbf16, #vortex.format<ragged>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @params
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 96,
+        group_size = 8, topk_val = 4, topk_ratio = 0.000000e+00 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 96]) params(w = [3, 96], scale = [1, 96], b = [5, 1])
+cache(%k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc, %b: !b) {
+  %ks = vortex.multiply %k, %scale : (!kv, !sc) -> !kr
+  %m = vortex.mean %ks {dim = 1 : i64} : !kr -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc, %b: !b) {
+  %g = vortex.gemm %w, %centroids : (!w, !c) -> !s3
+  %gm = vortex.max %g {dim = 2 : i64} : !s3 -> !s
+  %bm = vortex.max %b {dim = 1 : i64} : !b -> !s
+  %t = vortex.add %gm, %bm : (!s, !s) -> !s
+  vortex.topk %t into %o : !s into !o
+}
+
+// PAD-LABEL: vortex.flow @params
+// PAD-SAME: params(w = [3, 96], scale = [1, 96], b = [5, 1])
+// PAD: cache({{.*}}, %w: !vortex.vtensor<1x3x96xbf16, #vortex.format<parameter>, padded = [4, 128]>, %scale: !vortex.vtensor<1x1x96xbf16, #vortex.format<parameter>, padded = [1, 128]>, %b: !vortex.vtensor<1x5x1xbf16, #vortex.format<parameter>, padded = [8, 1]>)
+// PAD: indexer({{.*}}, %w: !vortex.vtensor<1x3x96xbf16, #vortex.format<parameter>, padded = [4, 128]>, %scale: !vortex.vtensor<1x1x96xbf16, #vortex.format<parameter>, padded = [1, 128]>, %b: !vortex.vtensor<1x5x1xbf16, #vortex.format<parameter>, padded = [8, 1]>)
+// PAD: vortex.gemm %w, %centroids {{.*}} -> !vortex.vtensor<?x1x3xbf16, #vortex.format<ragged>, padded = [1, 4]>
+// PAD-NOT: mask_lanes
+
+// MASK-LABEL: vortex.flow @params
+// MASK: cache(
+// MASK-NOT: mask_lanes
+// MASK: indexer(
+// MASK-NEXT: %[[W:.+]] = vortex.mask_lanes %w {value = 0.000000e+00 : f32} : <1x3x96xbf16, #vortex.format<parameter>, padded = [4, 128]> -> <1x3x96xbf16, #vortex.format<parameter>, padded = [4, 128]>
+// MASK-NEXT: %[[C:.+]] = vortex.mask_lanes %centroids {value = 0.000000e+00 : f32}
+// MASK-NEXT: %[[G:.+]] = vortex.gemm %[[W]], %[[C]]
+// MASK-NEXT: %[[GM:.+]] = vortex.mask_lanes %[[G]] {value = 0xFF800000 : f32}
+// MASK-NEXT: vortex.max %[[GM]] {dim = 2 : i64}
+// MASK-NEXT: %[[B:.+]] = vortex.mask_lanes %b {value = 0xFF800000 : f32} : <1x5x1xbf16, #vortex.format<parameter>, padded = [8, 1]> -> <1x5x1xbf16, #vortex.format<parameter>, padded = [8, 1]>
+// MASK-NEXT: vortex.max %[[B]] {dim = 1 : i64} : <1x5x1xbf16, #vortex.format<parameter>, padded = [8, 1]> -> <?x1x1xbf16, #vortex.format<ragged>>
+
+// LIN-LABEL: func.func @params_indexer
+// LIN-SAME: %[[W:[^:]+]]: memref<1x3x96xf32> {vortex.name = "w"}, %{{[^:]+}}: memref<1x1x96xf32> {vortex.name = "scale"}, %[[B:[^:]+]]: memref<1x5x1xf32> {vortex.name = "b"}, %{{[^:]+}}: memref<?xi32> {vortex.name = "dense_kv_indptr"}
+// LIN-DAG: %[[WT:.+]] = bufferization.to_tensor %[[W]] restrict : memref<1x3x96xf32> to tensor<1x3x96xf32>
+// LIN-DAG: %[[BT:.+]] = bufferization.to_tensor %[[B]] restrict : memref<1x5x1xf32> to tensor<1x5x1xf32>
+// The mask of w keeps w's one row (the padded copy of the memref, then the
+// mask); the contraction reads it at row 0 for every position.
+// LIN: %[[WD:.+]] = tensor.dim %[[WT]], %{{.+}} : tensor<1x3x96xf32>
+// LIN: %[[WP:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x4x128xf32>)
+// LIN: tensor.extract %[[WT]][%{{.+}}, %{{.+}}, %{{.+}}] : tensor<1x3x96xf32>
+// LIN: %[[WM:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x4x128xf32>)
+// LIN: tensor.extract %[[WP]][%{{.+}}, %{{.+}}, %{{.+}}] : tensor<?x4x128xf32>
+// LIN: %[[WB:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x4x128xf32>)
+// LIN: tensor.extract %[[WM]][%c0{{(_[0-9]+)?}}, %{{.+}}, %{{.+}}] : tensor<?x4x128xf32>
+// LIN: linalg.generic {{.*}} ins(%[[WB]], %{{.+}} : tensor<?x4x128xf32>, tensor<?x1x128xf32>) outs(%{{.+}} : tensor<?x1x4xf32>)
+// b: padded, masked with -inf, read at row 0 by the reduction's operand.
+// LIN: tensor.extract %[[BT]][%{{.+}}, %{{.+}}, %{{.+}}] : tensor<1x5x1xf32>
+// LIN: arith.constant 0xFF800000 : f32
+// LIN: tensor.extract %{{.+}}[%c0{{(_[0-9]+)?}}, %{{.+}}, %{{.+}}] : tensor<?x8x1xf32>
+// LIN-LABEL: func.func @params_cache
+// LIN-SAME: memref<1x1x96xf32> {vortex.name = "scale"}
+// LIN-SAME: memref<?xi32> {vortex.name = "block_ids"}

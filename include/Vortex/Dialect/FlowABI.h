@@ -30,7 +30,8 @@ inline constexpr int64_t kManifestVersion = 2;
 /// The module attribute that carries a lowered flow's manifest.
 inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
 
-// Tensor names. The cache tensors are `k`, `v` and the declared fields.
+// Tensor names. The cache tensors are `k`, `v` and the declared fields; the
+// parameters are named as declared.
 inline constexpr llvm::StringLiteral kQuery = "q";
 inline constexpr llvm::StringLiteral kDenseIndptr = "dense_kv_indptr";
 inline constexpr llvm::StringLiteral kDenseIndices = "dense_kv_indices";
@@ -44,7 +45,10 @@ inline constexpr llvm::StringLiteral kTotal = "total";
 inline constexpr llvm::StringLiteral kNumBlocks = "num_blocks";
 inline constexpr llvm::StringLiteral kNumNew = "num_new";
 
-enum class Role { Input, Cache, Output, Scratch };
+/// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
+/// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned
+/// parameters `[1, r, c]`, arguments of both steps, read-only.
+enum class Role { Input, Cache, Output, Scratch, Parameter };
 enum class Step { Indexer, Cache };
 llvm::StringRef stringifyRole(Role role);
 llvm::StringRef stringifyStep(Step step);

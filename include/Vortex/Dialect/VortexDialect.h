@@ -30,7 +30,8 @@ int64_t nextPowerOf2(int64_t n);
 bool isValidVTensorElementType(Type type);
 
 /// The output-format rule of workload-fused ops: batched iff every input is
-/// batched, else ragged.
+/// batched or a parameter and at least one is batched, else ragged (a
+/// parameter counts as a batched value of one row shared by every row).
 Format inferWorkloadFormat(ArrayRef<Format> inputs);
 
 /// Neutral element of a reduction: what a padded, masked or empty lane

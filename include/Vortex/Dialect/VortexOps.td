@@ -64,10 +64,12 @@ def Vortex_GeMMOp : Vortex_SchedOp<"gemm", [Pure]> {
   let description = [{
     vortex_torch `GeMM()(x, y)`: `O[s, a, b] = sum_k Y[s, a, k] * X[s, b, k]`
     with `x : [1 or S, Nx, K]`, `y : [S, Ny, K]` and result `[S, Ny, Nx]`.
-    A batched `x` broadcasts over the blocks of its row. The result is
-    batched iff both operands are. When `y` is a `parameter` (a learned
-    per-layer weight `[layers, Ny, K]`) the op is scheduled standalone, `x`
-    must be batched and the result is batched `[B, Ny, Nx]`.
+    A batched `x` broadcasts over the blocks of its row, a `parameter`
+    operand (`[1, N, K]`, one learned value shared by every row) over every
+    row and block. The result is batched iff every operand is batched or a
+    parameter and at least one is batched, else ragged. When `y` is a
+    parameter (vortex_torch's `compute_param` path) the op is scheduled
+    standalone, `x` must be batched and the result is batched `[B, Ny, Nx]`.
 
     ```mlir
     %s = vortex.gemm %q, %centroids
@@ -87,7 +89,7 @@ def Vortex_GeMVOp : Vortex_WOp<"gemv", [Pure]> {
   let description = [{
     vortex_torch `GeMV()(x, y)` (Gen-1 centroid routing): both operands have
     one row (`D0 == 1`) and equal `D1`; the result is `[S, 1, 1]`, batched
-    iff both operands are.
+    iff both operands are batched or parameters and one is batched.
 
     ```mlir
     %s = vortex.gemv %qm, %c
@@ -112,7 +114,8 @@ class Vortex_ReduceOp<string mnemonic, string kind, string math>
   let description = [{
     vortex_torch `}] # kind # [{(dim)`: }] # math # [{. The reduced axis keeps
     size 1. Over `dim = 1` or `2` the op is workload-fused and the result is
-    batched iff the input is. Over `dim = 0` it reduces each (request, KV
+    batched iff the input is (ragged for a `parameter` input). Over
+    `dim = 0` it reduces each (request, KV
     head) row segment `[bos, n - eos)` of a ragged input to one batched row
     and is scheduled standalone.
 
@@ -326,7 +329,8 @@ class Vortex_BinaryOp<string mnemonic, string kind, string math,
   let description = [{
     vortex_torch `}] # kind # [{`: }] # math # [{. Inner axes broadcast (each
     pair equal, or one of them 1); the result is batched iff both operands
-    are, else ragged (a batched operand broadcasts over its row's blocks).
+    are batched or parameters and one is batched, else ragged (a batched
+    operand broadcasts over its row's blocks, a parameter over every row).
 
     ```mlir
     %z = vortex.}] # mnemonic # [{ %x, %y
@@ -391,7 +395,8 @@ class Vortex_UnaryOp<string mnemonic, string kind, string math,
   let summary = "elementwise " # math;
   let description = [{
     vortex_torch `}] # kind # [{(alpha=}] # alpha # [{, beta=}] # beta # [{)`:
-    `y = }] # math # [{`. Same shape; batched iff the input is.
+    `y = }] # math # [{`. Same shape; batched iff the input is (a
+    `parameter` input gives a ragged result: every position holds it).
 
     ```mlir
     %y = vortex.}] # mnemonic # [{ %x {alpha = 0.000000e+00 : f32}
@@ -646,15 +651,20 @@ def Vortex_FlowOp : Vortex_Op<"flow", [
   let description = [{
     One vortex_torch `vFlow`. `config` holds the knobs, `fields` the cache
     fields of `create_cache` with their `[r, c]` shapes (`k` and `v` are
-    implicit). The `cache` region is `forward_cache`: it runs on each
-    completed KV block; its arguments are `k`, `v` (paged
-    `[?, block_size, head_dim]` of `kv_dtype`) and the declared fields (paged
-    `[?, r, c]` of `intermediate_dtype`). The `indexer` region is
-    `forward_indexer`: it runs each decode step; its arguments are `q`
-    (batched `[?, group_size, head_dim]`), `o` (the ragged `i32` sparse block
-    list), `k`, `v` and the fields. The indexer ends in exactly one terminal
-    selection (`vortex.topk`, `vortex.approx_topk` or `vortex.union`); every
-    declared field is written on the cache side or saved by the indexer.
+    implicit), the optional `params` the learned, batch-shared weights
+    (vortex_torch `Parameter`) with their `[r, c]` shapes. The `cache` region
+    is `forward_cache`: it runs on each completed KV block; its arguments are
+    `k`, `v` (paged `[?, block_size, head_dim]` of `kv_dtype`), the declared
+    fields (paged `[?, r, c]` of `intermediate_dtype`) and the parameters
+    (`parameter` `[1, r, c]` of `intermediate_dtype`: one value shared by
+    every row and block). The `indexer` region is `forward_indexer`: it runs
+    each decode step; its arguments are `q` (batched
+    `[?, group_size, head_dim]`), `o` (the ragged `i32` sparse block list),
+    `k`, `v`, the fields and the parameters. The indexer ends in exactly one
+    terminal selection (`vortex.topk`, `vortex.approx_topk` or
+    `vortex.union`); every declared field is written on the cache side or
+    saved by the indexer. Parameters are read-only in both steps (bound at
+    run time, like fields); without parameters `params(...)` is not printed.
 
     ```mlir
     vortex.flow @block_sparse_attention
@@ -673,21 +683,48 @@ def Vortex_FlowOp : Vortex_Op<"flow", [
       vortex.topk %s into %o : !s into !o
     }
     ```
+
+    A learned query: the parameter `w` (`!w = !vortex.vtensor<1x1x128xbf16,
+    #vortex.format<parameter>>`) scales the mean query of every row.
+
+    ```mlir
+    vortex.flow @learned_query config = #vortex.config<...>
+        fields(centroids = [1, 128]) params(w = [1, 128])
+    cache(%k: !kv, %v: !kv, %centroids: !c, %w: !w) { ... }
+    indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w) {
+      %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+      %qw = vortex.multiply %qm, %w : (!qm, !w) -> !qm
+      %s = vortex.gemm %qw, %centroids : (!qm, !c) -> !s
+      vortex.topk %s into %o : !s into !o
+    }
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Vortex_FlowConfigAttr:$config,
-                       TypedArrayAttrBase<Vortex_FieldAttr, "cache fields">:$fields);
+                       TypedArrayAttrBase<Vortex_FieldAttr, "cache fields">:$fields,
+                       OptionalAttr<TypedArrayAttrBase<Vortex_FieldAttr,
+                           "learned parameters">>:$params);
   let regions = (region SizedRegion<1>:$cache, SizedRegion<1>:$indexer);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     /// Names of the cache tensors in ABI order: "k", "v", then the fields.
     ::llvm::SmallVector<::llvm::StringRef> getCacheTensorNames();
+    /// The declared parameters (`params(...)`), in declaration order.
+    ::llvm::SmallVector<FieldAttr> getParamDecls();
+    /// Names of the parameters in declaration order (they follow the
+    /// fields in both bodies and in both steps' arguments).
+    ::llvm::SmallVector<::llvm::StringRef> getParamNames();
+    /// The name of a body argument: "q", "o", a cache tensor or a
+    /// parameter; empty for another value.
+    ::llvm::StringRef getArgumentName(::mlir::Value value);
     /// The types the region arguments must have under this config.
     ::mlir::vortex::VTensorType getKVType();
     ::mlir::vortex::VTensorType getQueryType(::mlir::Type elementType);
     ::mlir::vortex::VTensorType getOutputType();
     ::mlir::vortex::VTensorType getFieldType(FieldAttr field);
+    /// `[1, r, c]` of the intermediate dtype, format `parameter`.
+    ::mlir::vortex::VTensorType getParamType(FieldAttr param);
     ::mlir::Block &getCacheBody() { return getCache().front(); }
     ::mlir::Block &getIndexerBody() { return getIndexer().front(); }
     /// The terminal selection op of the indexer, or null.

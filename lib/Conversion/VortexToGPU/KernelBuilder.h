@@ -114,7 +114,7 @@ struct FlowContext {
   unsigned nextScratch = 0;
 
   /// A scratch buffer for `v` (ragged: [total, D0', D1'], batched:
-  /// [rows, D0', D1'], f32).
+  /// [rows, D0', D1'], parameter: [1, D0', D1'], f32).
   std::string allocScratch(Value v);
 };
 

@@ -31,12 +31,19 @@ std::string FlowContext::allocScratch(Value v) {
   if (it != bufferOf.end())
     return it->second;
   auto type = cast<VTensorType>(v.getType());
-  std::string name = "scratch" + std::to_string(nextScratch++);
+  // A flow tensor (a field, a parameter) may be named like a scratch buffer.
+  std::string name;
+  do
+    name = "scratch" + std::to_string(nextScratch++);
+  while (abi.tensors.count(name));
   TensorRecord rec;
   rec.role = Role::Scratch;
   rec.elementType = Float32Type::get(v.getContext());
-  rec.shape = {(type.isBatched() ? abi::kRows : abi::kTotal).str(),
-               std::to_string(computeExtent(type, 1)),
+  // A parameter-format value (a masked parameter) is one shared row.
+  std::string lead = type.isParameter() ? "1"
+                     : type.isBatched() ? abi::kRows.str()
+                                        : abi::kTotal.str();
+  rec.shape = {lead, std::to_string(computeExtent(type, 1)),
                std::to_string(computeExtent(type, 2))};
   abi.tensors[name] = rec;
   bufferOf[v] = name;
@@ -92,7 +99,9 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
   ctx.abi = abi::FlowABI::get(flow, abi::Storage::FlowDtypes);
   Block &cache = flow.getCacheBody(), &indexer = flow.getIndexerBody();
   ctx.bufferOf[indexer.getArgument(0)] = abi::kQuery.str();
-  for (auto [i, name] : llvm::enumerate(flow.getCacheTensorNames())) {
+  SmallVector<StringRef> names = flow.getCacheTensorNames();
+  llvm::append_range(names, flow.getParamNames());
+  for (auto [i, name] : llvm::enumerate(names)) {
     ctx.bufferOf[indexer.getArgument(2 + i)] = name.str();
     ctx.bufferOf[cache.getArgument(i)] = name.str();
   }

@@ -98,6 +98,10 @@ private:
     t->realD1 = type.getD1();
     t->distributed = distributed;
     t->perLane = distributed ? t->d1 / lanes : t->d1;
+    // Until an op gives it its elements: the placeholder an op returns for a
+    // layout it cannot handle (`unsupported`) must still emit, since the
+    // attempt is finished, discarded and redone in narrow mode.
+    t->at = [this](int64_t, int64_t) { return gen().f32(0.0); };
     return t;
   }
 
@@ -585,6 +589,7 @@ struct PendingStore {
   std::string buffer; // destination buffer
   bool byBlockId;     // paged field row (else CSR position / batched row)
   bool batchedRow;    // batched scratch: at the item's row
+  bool sharedRow;     // parameter-format scratch: at row 0
   bool isScratch;
   std::optional<double> fill; // vortex.fill
   VTensorType fillType;
@@ -629,8 +634,9 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     if (outer.use_empty())
       return;
     std::string buf = ctx.allocScratch(outer);
-    bool batched = cast<VTensorType>(outer.getType()).isBatched();
-    stores.push_back({inner, buf, false, batched, true, std::nullopt, {}});
+    auto type = cast<VTensorType>(outer.getType());
+    stores.push_back({inner, buf, false, type.isBatched(), type.isParameter(),
+                      true, std::nullopt, {}});
   };
   if (auto kernel = dyn_cast<KernelOp>(root)) {
     auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
@@ -644,14 +650,14 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   for (Operation *op : ops) {
     if (auto save = dyn_cast<SaveOp>(op))
       stores.push_back({save.getValue(), ctx.bufferOf.lookup(save.getField()),
-                        true, false, false, std::nullopt, {}});
+                        true, false, false, false, std::nullopt, {}});
     if (auto write = dyn_cast<WriteOp>(op))
       stores.push_back({write.getValue(),
                         ctx.bufferOf.lookup(write.getField()), true, false,
-                        false, std::nullopt, {}});
+                        false, false, std::nullopt, {}});
     if (auto fill = dyn_cast<FillOp>(op))
       stores.push_back({Value(), ctx.bufferOf.lookup(fill.getField()), true,
-                        false, false, fill.getValue().convertToDouble(),
+                        false, false, false, fill.getValue().convertToDouble(),
                         cast<VTensorType>(fill.getField().getType())});
   }
 
@@ -706,21 +712,23 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   FlowConfigAttr cfg = ctx.config;
   int64_t eos = cfg.getReservedEos();
 
-  // The per-row part of the kernel: ops whose operands are all batched
-  // (q and what is derived from it alone, e.g. the mean over heads). When it
+  // The per-row part of the kernel: ops whose operands are all batched or
+  // parameters and whose result is (q and what is derived from it and the
+  // parameters alone, e.g. the mean over heads, a learned query). When it
   // has no cross-lane op it runs once per row change, its values carried in
   // f32 registers; otherwise (a shuffle must not sit in divergent code) it
-  // runs with every item.
+  // runs with every item. A parameter is read at row 0 (one value shared by
+  // every row).
   SmallVector<Operation *> rowOps;
   DenseSet<Operation *> rowOpSet;
-  auto isBatched = [](Value v) {
+  auto isRowInvariant = [](Value v) {
     auto t = dyn_cast<VTensorType>(v.getType());
-    return t && t.isBatched();
+    return t && (t.isBatched() || t.isParameter());
   };
   if (indexerSide)
     for (Operation *op : ops) {
-      if (op->getNumResults() != 1 || !isBatched(op->getResult(0)) ||
-          !llvm::all_of(op->getOperands(), isBatched) ||
+      if (op->getNumResults() != 1 || !isRowInvariant(op->getResult(0)) ||
+          !llvm::all_of(op->getOperands(), isRowInvariant) ||
           isa<SaveOp, WriteOp, FillOp>(op))
         continue;
       rowOps.push_back(op);
@@ -734,26 +742,26 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     });
   };
   for (Value v : inputs)
-    if (isBatched(v) && consumedPerItem(v))
+    if (indexerSide && isRowInvariant(v) && consumedPerItem(v))
       rowValues.insert(v);
   for (Operation *op : rowOps)
     if (consumedPerItem(op->getResult(0)))
       rowValues.insert(op->getResult(0));
 
-  // Loads the batched inputs at `row` (their row vectors are kept in
-  // `rowVectors`) and lowers the per-row ops.
+  // Loads the batched inputs at `row` and the parameters at row 0 (their row
+  // vectors are kept in `rowVectors`) and lowers the per-row ops.
   DenseMap<Value, SmallVector<Value>> rowVectors;
   auto emitRowPart = [&](Value row) {
     rowVectors.clear();
     for (Value v : inputs) {
-      if (!isBatched(v))
+      if (!isRowInvariant(v))
         continue;
       std::string buf = ctx.bufferOf.lookup(v);
       Value memref = buffers.lookup(StringRef(buf));
       auto type = cast<VTensorType>(v.getType());
       TileRef shape = loadedLayout(type);
       rowVectors[v] = loadRowVectors(
-          memref, row, *shape,
+          memref, type.isParameter() ? gen().idx(0) : row, *shape,
           cast<MemRefType>(memref.getType()).getElementType(),
           ctx.abi.tensors[buf].role == Role::Scratch);
       tiles[v] = tileFromRows(v, rowVectors[v]);
@@ -767,17 +775,20 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     return true;
   };
 
-  // Phase 1 of an item: load its non-batched inputs (all items of an
-  // iteration load before any computes, so their loads are in flight
-  // together).
+  // Phase 1 of an item: load its inputs outside the per-row part (all items
+  // of an iteration load before any computes, so their loads are in flight
+  // together). On the cache side, which has no per-row part, a parameter is
+  // loaded here, at row 0.
   auto loadItem = [&](Value blockId, Value pos) {
     DenseMap<Value, TileRef> loaded;
     for (Value v : inputs) {
       auto type = cast<VTensorType>(v.getType());
-      if (type.isBatched())
+      if (indexerSide && isRowInvariant(v))
         continue;
       std::string buf = ctx.bufferOf.lookup(v);
-      Value at = (type.isPaged() || type.isSlotted()) ? blockId : pos;
+      Value at = type.isParameter()                     ? gen().idx(0)
+                 : (type.isPaged() || type.isSlotted()) ? blockId
+                                                        : pos;
       loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
                            ctx.abi.tensors[buf].role == Role::Scratch);
     }
@@ -827,7 +838,10 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
                           gs.b.getInsertionPoint());
       for (auto [st, tv] : llvm::zip(stores, values)) {
         Value memref = buffers.lookup(StringRef(st.buffer));
-        Value at = st.byBlockId ? blockId : st.batchedRow ? row : pos;
+        Value at = st.byBlockId    ? blockId
+                   : st.batchedRow ? row
+                   : st.sharedRow  ? gs.idx(0)
+                                   : pos;
         storeTile(*tv.first, tv.second, memref, at,
                   cast<MemRefType>(memref.getType()).getElementType(),
                   st.isScratch);
@@ -905,7 +919,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     for (auto &[v, t] : rowShapes)
       carried += inputs.contains(v) ? regsOf(v, *t) : t->d0 * t->width();
     for (Value v : inputs)
-      if (!isBatched(v)) {
+      if (!isRowInvariant(v)) {
         auto type = cast<VTensorType>(v.getType());
         TileRef t = loadedLayout(type);
         perItem += regsOf(v, *t);

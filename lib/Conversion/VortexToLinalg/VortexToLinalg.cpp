@@ -109,8 +109,10 @@ public:
                                    ValueRange{lead});
   }
 
-  /// Leading extent of the domain of `format`.
+  /// Leading extent of the domain of `format` (a parameter has one row).
   Value leadOf(Format format) {
+    if (format == Format::Parameter)
+      return e.idx(1);
     return format == Format::Batched ? numRows : raggedExtent;
   }
 
@@ -204,6 +206,14 @@ private:
     VTensorType t = vt(v);
     int64_t d0 = computeExtent(t, 1), d1 = computeExtent(t, 2);
     Format from = t.getFormatKind();
+    if (from == Format::Parameter && format != Format::Parameter) {
+      // One row shared by every row and position: read at index 0.
+      return generate(leadOf(format), d0, d1,
+                      [&](Emitter &x, Value, Value i, Value j) {
+                        return maskedExtract(x, lowered, x.idx(0), i, j, d0,
+                                             d1);
+                      });
+    }
     if (from == format || format == Format::Batched)
       return padTo(lowered, d0, d1);
     // Ragged domain: paged/slotted by block id, batched by row.
@@ -1036,12 +1046,14 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow,
                                   const abi::FlowABI &abi) {
   Location loc = flow.getLoc();
   Block &body = flow.getIndexerBody();
-  // The ABI's order: q, k, v and the fields, then the dense and sparse CSR
-  // (o is replaced by the sparse CSR).
+  // The ABI's order: q, k, v, the fields and the parameters, then the dense
+  // and sparse CSR (o is replaced by the sparse CSR).
   SmallVector<Type> argTypes;
   ArrayRef<std::string> names = abi.args(abi::Step::Indexer);
+  size_t numCache = flow.getCacheTensorNames().size();
+  size_t numParams = flow.getParamNames().size();
   argTypes.push_back(memrefOf(cast<VTensorType>(body.getArgument(0).getType())));
-  for (size_t i = 0, e = flow.getCacheTensorNames().size(); i < e; ++i)
+  for (size_t i = 0; i < numCache + numParams; ++i)
     argTypes.push_back(
         memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
   while (argTypes.size() < names.size())
@@ -1052,13 +1064,13 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow,
   OpBuilder b = OpBuilder::atBlockBegin(&func.front());
   Emitter e{b, loc};
   ValueRange args = func.getArguments();
-  size_t numCache = flow.getCacheTensorNames().size();
+  size_t csr = 1 + numCache + numParams;
 
   BodyLowering lowering(b, loc, flow.getConfig());
-  lowering.indptr = toTensor(b, loc, args[1 + numCache], false);
-  lowering.blockIds = toTensor(b, loc, args[2 + numCache], false);
-  lowering.sparseIndptr = toTensor(b, loc, args[3 + numCache], true);
-  lowering.sparseIndices = toTensor(b, loc, args[4 + numCache], true);
+  lowering.indptr = toTensor(b, loc, args[csr], false);
+  lowering.blockIds = toTensor(b, loc, args[csr + 1], false);
+  lowering.sparseIndptr = toTensor(b, loc, args[csr + 2], true);
+  lowering.sparseIndices = toTensor(b, loc, args[csr + 3], true);
   lowering.raggedExtent = e.dim(lowering.blockIds, 0);
   lowering.numRows = e.sub(e.dim(lowering.indptr, 0), e.idx(1));
 
@@ -1090,6 +1102,10 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow,
     lowering.values[field] = t;
     lowering.fieldState[field] = t;
   }
+  // Parameters: read-only memref<1 x r x c>, read at index 0.
+  for (size_t i = 0; i < numParams; ++i)
+    lowering.values[body.getArgument(2 + numCache + i)] =
+        toTensor(b, loc, args[1 + numCache + i], false);
   for (Operation &op : body)
     if (failed(lowering.lower(&op)))
       return failure();
@@ -1098,8 +1114,8 @@ static LogicalResult lowerIndexer(OpBuilder &moduleBuilder, FlowOp flow,
     if (lowering.fieldState[field] != lowering.values[field])
       writeBack(b, loc, lowering.fieldState[field], args[1 + i]);
   }
-  writeBack(b, loc, lowering.sparseIndptr, args[3 + numCache]);
-  writeBack(b, loc, lowering.sparseIndices, args[4 + numCache]);
+  writeBack(b, loc, lowering.sparseIndptr, args[csr + 2]);
+  writeBack(b, loc, lowering.sparseIndices, args[csr + 3]);
   func::ReturnOp::create(b, loc);
   return success();
 }
@@ -1108,7 +1124,8 @@ static LogicalResult lowerCache(OpBuilder &moduleBuilder, FlowOp flow,
                                 const abi::FlowABI &abi) {
   Location loc = flow.getLoc();
   Block &body = flow.getCacheBody();
-  // The ABI's order: k, v and the fields, then the block ids.
+  // The ABI's order: k, v, the fields and the parameters, then the block
+  // ids.
   SmallVector<Type> argTypes;
   ArrayRef<std::string> names = abi.args(abi::Step::Cache);
   for (BlockArgument arg : body.getArguments()) {
@@ -1123,13 +1140,15 @@ static LogicalResult lowerCache(OpBuilder &moduleBuilder, FlowOp flow,
   OpBuilder b = OpBuilder::atBlockBegin(&func.front());
   Emitter e{b, loc};
   ValueRange args = func.getArguments();
-  size_t numCache = body.getNumArguments();
+  size_t numArgs = body.getNumArguments();
+  size_t numCache = flow.getCacheTensorNames().size();
 
   BodyLowering lowering(b, loc, flow.getConfig());
-  lowering.blockIds = toTensor(b, loc, args[numCache], false);
+  lowering.blockIds = toTensor(b, loc, args[numArgs], false);
   lowering.raggedExtent = e.dim(lowering.blockIds, 0);
-  for (size_t i = 0; i < numCache; ++i) {
-    Value t = toTensor(b, loc, args[i], i >= 2);
+  for (size_t i = 0; i < numArgs; ++i) {
+    // The fields are writable; k, v and the parameters are read-only.
+    Value t = toTensor(b, loc, args[i], i >= 2 && i < numCache);
     lowering.values[body.getArgument(i)] = t;
     lowering.fieldState[body.getArgument(i)] = t;
   }

@@ -48,6 +48,17 @@ class vFlow(ABC):
         self.cache_meta_info = None
         self.token_ratio = None
 
+    def parameters(self) -> Dict[str, Any]:
+        """The flow's learned constants (`vortex.abs.Parameter`), by name, in
+        the order they were assigned: a parameter's name is its own, else
+        the attribute holding it."""
+        from ..abs.parameter import Parameter
+        out: Dict[str, Any] = {}
+        for attr, value in vars(self).items():
+            if isinstance(value, Parameter):
+                out[value.name or attr] = value
+        return out
+
     @abstractmethod
     def forward_indexer(self, q, o, cache: Dict[str, Any], ctx) -> None:
         """Score the blocks and select into `o` (ends in topK/approxTopK)."""

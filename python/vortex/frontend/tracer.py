@@ -122,6 +122,8 @@ class TraceContext(ContextBase):
         self._next_tid = 0
         self.aliases: Dict[Tuple[int, int, str, int], str] = {}
         self.written: Dict[int, Any] = {}
+        # (side, id(Parameter)) -> the region's parameter argument.
+        self.params: Dict[Tuple[str, int], vTensor] = {}
 
     # -- vortex_torch Context knobs -----------------------------------------
     vortex_dtype = property(lambda self: self.config.intermediate_dtype)
@@ -211,7 +213,16 @@ class TraceContext(ContextBase):
     def value(self, x: Any, argname: str) -> vTensor:
         """`x` checked (as `target`), as an operand: on the cache side a
         field written earlier in the body reads as the value written (the
-        writing op claims the field as its output, as in vortex_torch)."""
+        writing op claims the field as its output, as in vortex_torch). A
+        flow Parameter reads as the region's parameter argument."""
+        from ..abs.parameter import Parameter
+        if isinstance(x, Parameter):
+            bound = self.params.get((self.side, id(x)))
+            if bound is None:
+                self.error(f"argument '{argname}' is a Parameter that is not "
+                           "an attribute of this flow (assign it to self in "
+                           "__init__)")
+            return bound
         x = self.target(x, argname)
         written = self.written.get(id(x))
         if written is None:
@@ -378,8 +389,10 @@ def trace_flow(flow: Any, config: FlowConfig, name: str) -> Traced:
         stack.pop()
 
 
-def _inputs(ctx: TraceContext, fields, side: str) -> List[vTensor]:
-    """The region arguments of `side`: (q, o,) k, v and the fields."""
+def _inputs(ctx: TraceContext, fields, side: str,
+            params=()) -> List[vTensor]:
+    """The region arguments of `side`: (q, o,) k, v, the fields and the
+    parameters."""
     cfg = ctx.config
     ctx.side = side
     args = []
@@ -393,29 +406,40 @@ def _inputs(ctx: TraceContext, fields, side: str) -> List[vTensor]:
                                 for f in fields]:
         args.append(ctx.input_value(n, r, c, FORMAT.PAGED, dtype,
                                     f"cache[{n!r}]"))
+    for n, p in params:
+        r, c = p.rows_cols
+        t = ctx.input_value(n, r, c, FORMAT.PARAMETER,
+                            cfg.intermediate_dtype, f"parameter {n!r}")
+        ctx.params[(side, id(p))] = t
+        args.append(t)
     return args
 
 
 def _trace(flow: Any, ctx: TraceContext) -> Traced:
     cfg = ctx.config
     fields = _declare_fields(flow, ctx)
+    params = list(flow.parameters().items()) if hasattr(
+        flow, "parameters") else []
     names = ["k", "v"] + [n for n, _, _ in fields]
-    cache_args = _inputs(ctx, fields, "cache")
+    cache_args = _inputs(ctx, fields, "cache", params)
     cache = _CacheDict(ctx, zip(names, cache_args))
     cache_text = _region(ctx, "cache", cache_args,
                          lambda: flow.forward_cache(cache, _Loc(), ctx))
-    indexer_args = _inputs(ctx, fields, "indexer")
+    indexer_args = _inputs(ctx, fields, "indexer", params)
     q, o = indexer_args[:2]
     icache = _CacheDict(ctx, zip(names, indexer_args[2:]))
     indexer_text = _region(ctx, "indexer", indexer_args,
                            lambda: flow.forward_indexer(q, o, icache, ctx))
     decl = ", ".join(f"{_field_key(n)} = [{r}, {c}]" for n, r, c in fields)
+    pdecl = ", ".join(f"{_field_key(n)} = [{p.rows_cols[0]}, "
+                      f"{p.rows_cols[1]}]" for n, p in params)
     site = definition_site(type(flow))
     loc = (" " + site.mlir()) if site is not None else ""
     text = (ctx.alias_definitions() + "\n" +
             f"vortex.flow {_symbol(ctx.flow_name)}\n"
             f"    config = {cfg.to_mlir()}\n"
-            f"    fields({decl})\n"
+            f"    fields({decl})"
+            + (f" params({pdecl})" if params else "") + "\n"
             f"{cache_text}\n{indexer_text}{loc}\n")
     return Traced(text, ctx, site)
 

@@ -27,13 +27,21 @@ FORMAT_NAMES = {BATCHED: "batched", RAGGED: "ragged", PAGED: "paged",
 
 
 def vtensor_type(d0: int, d1: int, dtype: str, fmt: int) -> str:
-    return (f"!vortex.vtensor<?x{d0}x{d1}x{dtype}, "
+    # A parameter is one batch-shared value: its leading extent is 1.
+    lead = "1" if int(fmt) == PARAMETER else "?"
+    return (f"!vortex.vtensor<{lead}x{d0}x{d1}x{dtype}, "
             f"#vortex.format<{FORMAT_NAMES[int(fmt)]}>>")
 
 
 def workload_format(formats: Iterable[int]) -> int:
-    """Output format of a workload-fused op: batched iff all inputs are."""
-    return BATCHED if all(int(f) == BATCHED for f in formats) else RAGGED
+    """Output format of a workload-fused op (the dialect's rule): batched
+    iff every input is batched or a parameter and at least one is batched,
+    else ragged."""
+    fs = [int(f) for f in formats]
+    if all(f in (BATCHED, PARAMETER) for f in fs) and \
+            BATCHED in fs:
+        return BATCHED
+    return RAGGED
 
 
 def broadcast(a: int, b: int) -> int:

@@ -4,7 +4,8 @@
 
 Each op is built once per call site in the flow's `__init__` and called as
 `op(*values, ctx=ctx)`; under `vortex.trace` the call appends the matching
-`vortex` dialect op. FactorScore, LearnedQuery, Parameter and MetaData
+`vortex` dialect op (Parameter: a learned constant). FactorScore,
+LearnedQuery and MetaData
 exist by name only (the dialect has no counterpart): building one raises.
 """
 

@@ -4,19 +4,20 @@ works, building one raises UnsupportedOpError naming the op and the line."""
 from __future__ import annotations
 
 from ..abs.op import UnsupportedOp
+# Parameter is supported: vortex.indexer re-exports it as vortex_torch does.
 from ..abs.parameter import Parameter
 
 __all__ = ["FactorScore", "LearnedQuery", "MetaData", "Parameter"]
 
 
 class FactorScore(UnsupportedOp):
-    reason = ("it scores against learned per-layer weights (Parameter), "
-              "which a vortex flow cannot bind")
+    reason = ("its per-head max over learned descriptors has no dialect op; "
+              "write it with Parameter, GeMM and Max")
 
 
 class LearnedQuery(UnsupportedOp):
-    reason = ("it projects q with learned per-layer weights (Parameter), "
-              "which a vortex flow cannot bind")
+    reason = ("its per-head projection has no dialect op; write it with "
+              "Parameter, GeMM and Sum")
 
 
 class MetaData(UnsupportedOp):

@@ -40,3 +40,22 @@ indexer(%q: !b, %o: !o, %k: !p8, %v: !p8, %c: !p) {
   %s = vortex.load %c : !p -> !r
   vortex.topk %s into %o : !r into !o
 }
+
+// -----
+
+// Parameters are stored in the intermediate dtype: an fp8 one is refused
+// like any fp8 storage.
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xf8E5M2, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!w = !vortex.vtensor<1x1x1xf8E5M2, #vortex.format<parameter>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = f8E5M2, kv_dtype = bf16>
+// expected-error @+1 {{'vortex.flow' op uses fp8 storage ('f8E5M2'), which the GPU code generator does not support yet}}
+vortex.flow @f8_param config = #cfg fields() params(w = [1, 1])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.multiply %k, %w : (!p, !w) -> !r
+  vortex.topk %s into %o : !r into !o
+}
