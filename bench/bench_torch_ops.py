@@ -70,7 +70,12 @@ def gpu_us(fn: Callable[[], None], reps: int) -> float:
     return statistics.median(times)
 
 
+_SPREAD: Dict[str, tuple] = {}
+
+
 def host_us(fn: Callable[[], None], calls: int, bursts: int = 10) -> float:
+    """Median over bursts of the per-call host time; the bursts' min and
+    max are kept in _SPREAD for the table."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -81,7 +86,9 @@ def host_us(fn: Callable[[], None], calls: int, bursts: int = 10) -> float:
             fn()
         per.append((time.perf_counter() - t0) * 1e6 / calls)
         torch.cuda.synchronize()
-    return statistics.median(per)
+    med = statistics.median(per)
+    _SPREAD["last"] = (min(per), max(per))
+    return med
 
 
 def triton_score(rows: int, n: int, G: int, D: int):
@@ -144,8 +151,9 @@ def bench(path: str, B: int, args) -> List[Dict[str, object]]:
     out = []
 
     def row(label, host, gpu, note=""):
+        lo, hi = _SPREAD.get("last", (host, host))
         r = dict(flow=m.flow, B=B, rows=R, how=label, host=host, gpu=gpu,
-                 note=note)
+                 note=note, lo=lo, hi=hi)
         out.append(r)
         print(f"  {m.flow} B={B} {label:16s} host {host:7.2f} us   GPU "
               f"{gpu:8.2f} us {note}")
@@ -229,11 +237,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for B in args.batch:
             rows += bench(path, B, args)
             torch.cuda.empty_cache()
-    lines = ["| flow | B | rows | how | host µs/step | GPU µs/step | note |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| flow | B | rows | how | host µs/step | host µs, bursts min-max "
+             "| GPU µs/step | note |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['flow']} | {r['B']} | {r['rows']} | {r['how']} | "
-                     f"{r['host']:.2f} | {r['gpu']:.2f} | {r['note']} |")
+                     f"{r['host']:.2f} | {r['lo']:.1f}-{r['hi']:.1f} | "
+                     f"{r['gpu']:.2f} | {r['note']} |")
     md = "\n".join(lines) + "\n"
     print("\n" + md)
     out = args.md or (os.path.join(os.environ["OUT"], "bench_torch_ops.md")

@@ -7,6 +7,12 @@
 #   <outdir>/check/<flow>_g8, <flow>_g5   every flow at G = 8 and G = 5
 #   <outdir>/bench/<flow>_k64_g8, _k64_g5 gqa_quest and block_sparse with
 #                                         topk_val 64 (docs/benchmarks.md)
+#   <outdir>/py/<example>_g8, _g5        every shipped flow traced from its
+#                                         Python module (vortex.flows) at
+#                                         G = 8 and 5, the PARAMETER example
+#                                         learned_query_sparse_attention, and
+#                                         vortex_torch's README flow with only
+#                                         its imports changed (custom_flow.py)
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
 # "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
@@ -31,7 +37,7 @@ variant() { # example name config-options outdir
   rm "$dir/$name.mlir"
 }
 
-rm -rf "$OUT/check" "$OUT/bench"
+rm -rf "$OUT/check" "$OUT/bench" "$OUT/py"
 for src in "$ROOT"/examples/*.mlir; do
   [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
@@ -45,4 +51,28 @@ for base in gqa_quest_sparse_attention block_sparse_attention; do
       "group-size=$g topk-val=64" "$OUT/bench"
   done
 done
+# From Python: python -m vortex compile (trace, verify, vortex-compile).
+py() { # vortex-compile-args... : python -m vortex compile with the CLI
+  PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+    VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
+    -o "$OUT/py" "$@" >&2
+}
+if [ "${VORTEX_ONLY:-}" != bench ]; then
+  mkdir -p "$OUT/py"
+  for src in "$ROOT"/examples/*.mlir; do
+    base="$(basename "$src" .mlir)"
+    [ "$base" = gqa_quest_sparse_attention_g5 ] && continue
+    for g in 8 5; do
+      py --flow "$base" --group-size "$g" --name "${base}_g$g"
+    done
+  done
+  for g in 8 5; do
+    py --flow learned_query_sparse_attention --group-size "$g" \
+      --name "learned_query_sparse_attention_g$g"
+  done
+  sed 's/vortex_torch/vortex/g' "$ROOT/test/Python/Inputs/vortex_torch_readme_flow.py" \
+    > "$OUT/py/custom_flow.py"
+  py "$OUT/py/custom_flow.py" --flow custom_sparse_attention \
+    --name custom_sparse_attention_g8
+fi
 du -sh "$OUT"

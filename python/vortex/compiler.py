@@ -145,6 +145,10 @@ def compile(source: str, target: str = "cpu", out_dir: Optional[str] = None,
             f.write(text)
         out = os.path.join(work, "out")
         run_tool([tool, src, "-o", out, *args], "vortex-compile")
+        produced = _manifest_in(out)
+        if not produced:
+            raise VortexCompileError(f"vortex-compile left no manifest in "
+                                     f"{out}")
         if os.path.isdir(final_dir):
             for n in os.listdir(out):
                 os.replace(os.path.join(out, n), os.path.join(final_dir, n))
@@ -155,8 +159,5 @@ def compile(source: str, target: str = "cpu", out_dir: Optional[str] = None,
                 pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    found = _manifest_in(final_dir)
-    if not found:
-        raise VortexCompileError(f"vortex-compile left no manifest in "
-                                 f"{final_dir}")
-    return found
+    # The output directory may hold other flows' artifacts too.
+    return os.path.join(final_dir, os.path.basename(produced))

@@ -325,7 +325,20 @@ def check_flow(path: str, args, device) -> FlowResult:
     if res.problems:
         return res
     os.environ["VORTEX_GPU_PREFER"] = args.prefer
-    flow = vortex_ops.load(path, device.index)
+    # Parameters: random values, the same in the reference and bound to the
+    # compiled flow.
+    gen = torch.Generator().manual_seed(args.seed + 99)
+    params = {}
+    for name, p in ref_flow.parameters().items():
+        r, c = p.rows_cols
+        stored = torch_dtype(m.tensors[name].dtype)
+        # Values the flow's storage dtype holds exactly, as the kernels see.
+        value = (torch.rand((1, r, c), generator=gen) * 2 - 0.5).to(stored)
+        p.data = value.float().to(device)
+        params[name] = p
+    flow = vortex_ops.load(path, device.index, params=params or None)
+    if params:
+        res.notes.append(f"parameters bound: {sorted(params)}")
     res.notes.append(f"G={cfg.group_size} D={cfg.head_dim} "
                      f"bs={cfg.block_size} topk_val={cfg.topk_val} "
                      f"loaded {os.path.basename(flow.runtime.loaded_from)}, "
@@ -468,9 +481,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--isolate", action="store_true",
                     help="check each manifest in its own process (a kernel "
                          "fault then only fails its flow)")
+    ap.add_argument("--flow-file", action="append", default=[],
+                    help="a vortex flow module to load (registers its flows "
+                         "for the eager reference)")
     ap.add_argument("--manifest", default=None, help=argparse.SUPPRESS)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    from .flow.loader import load_module
+    for f in args.flow_file:
+        load_module(f)
 
     if not torch.cuda.is_available():
         print("FAIL: torch sees no CUDA device")
@@ -519,6 +538,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    "--requests", str(args.requests), "--heads",
                    str(args.heads), "--prefer", args.prefer]
             cmd += ["--ignore-order"] if args.ignore_order else []
+            for f in args.flow_file:
+                cmd += ["--flow-file", f]
             cmd += ["-v"] if args.verbose else []
             env = dict(os.environ)
             pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(

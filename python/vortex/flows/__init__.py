@@ -5,6 +5,8 @@ registers them.
 `SHIPPED` maps each file of examples/ to the registered flow, the config
 the example is written for and its symbol: the 13 flows, plus
 gqa_quest_sparse_attention at group size 5 (a config, not another flow).
+`learned_query` is registered too (a flow with a PARAMETER weight), but it
+is not a vortex_torch flow and has no example.
 
     >>> from vortex import flows
     >>> text = flows.trace_shipped("gqa_quest_sparse_attention_g5")
@@ -21,7 +23,7 @@ from . import (  # noqa: F401
     block_sparse_attention, centered_block_sparse_attention,
     gqa_block_sparse_attention, gqa_h2o_sparse_attention,
     gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
-    h2o_sparse_attention, h2o_token_sparse_attention,
+    h2o_sparse_attention, h2o_token_sparse_attention, learned_query,
     lserve_centroid_sparse_attention, lserve_sparse_attention,
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
