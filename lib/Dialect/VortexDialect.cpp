@@ -108,19 +108,35 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockSize > pageSize)
     return emitError() << "block_size (" << blockSize
                        << ") must not exceed page_size (" << pageSize << ")";
-  if (headDim <= 0)
-    return emitError() << "head_dim must be positive, got " << headDim;
-  if (groupSize <= 0)
-    return emitError() << "group_size must be positive, got " << groupSize;
-  if (topkVal < 0)
-    return emitError() << "topk_val must be non-negative, got " << topkVal;
+  // Upper bounds keep every size and budget representable where the
+  // lowerings compute it (i32 kernel scalars and row budgets; docs/contract.md
+  // "Bounds").
+  if (pageSize > kMaxPageSize)
+    return emitError() << "page_size must be at most " << kMaxPageSize
+                       << ", got " << pageSize;
+  if (headDim <= 0 || headDim > kMaxInnerExtent)
+    return emitError() << "head_dim must be in [1, " << kMaxInnerExtent
+                       << "], got " << headDim;
+  if (groupSize <= 0 || groupSize > kMaxInnerExtent)
+    return emitError() << "group_size must be in [1, " << kMaxInnerExtent
+                       << "], got " << groupSize;
+  if (topkVal < 0 || topkVal > kMaxBudget)
+    return emitError() << "topk_val must be in [0, " << kMaxBudget
+                       << "], got " << topkVal;
   double ratio = topkRatio ? topkRatio.getValueAsDouble() : -1.0;
   if (!(ratio >= 0.0 && ratio <= 1.0))
     return emitError() << "topk_ratio must be in [0, 1], got " << ratio;
-  if (reservedBos < 0 || reservedEos < 0)
-    return emitError() << "reserved_bos and reserved_eos must be "
-                          "non-negative, got "
-                       << reservedBos << " and " << reservedEos;
+  if (reservedBos < 0 || reservedEos < 0 || reservedBos > kMaxBudget ||
+      reservedEos > kMaxBudget)
+    return emitError() << "reserved_bos and reserved_eos must be in [0, "
+                       << kMaxBudget << "], got " << reservedBos << " and "
+                       << reservedEos;
+  // Each term is below 2^31, so the sum cannot overflow int64.
+  if (topkVal + reservedBos + reservedEos > kMaxBudget)
+    return emitError() << "topk_val + reserved_bos + reserved_eos must be at "
+                          "most "
+                       << kMaxBudget << " (an i32 row budget), got "
+                       << topkVal + reservedBos + reservedEos;
   if (!isFloatStorageType(intermediateDtype))
     return emitError() << "intermediate_dtype must be bf16, f16, f32, "
                           "f8E4M3FN or f8E5M2, got "
@@ -136,10 +152,12 @@ LogicalResult FieldAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringAttr name, int64_t rows, int64_t cols) {
   if (!name || name.getValue().empty())
     return emitError() << "cache field needs a non-empty name";
-  if (rows <= 0 || cols <= 0)
+  if (rows <= 0 || cols <= 0 || rows > kMaxInnerExtent ||
+      cols > kMaxInnerExtent)
     return emitError() << "cache field '" << name.getValue()
-                       << "' must have a positive [r, c] shape, got [" << rows
-                       << ", " << cols << "]";
+                       << "' must have an [r, c] shape in [1, "
+                       << kMaxInnerExtent << "], got [" << rows << ", " << cols
+                       << "]";
   return success();
 }
 
@@ -156,9 +174,11 @@ LogicalResult VTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape[0] != ShapedType::kDynamic && shape[0] < 0)
     return emitError() << "vtensor leading extent must be '?' or >= 0";
   for (unsigned i = 1; i < 3; ++i)
-    if (shape[i] == ShapedType::kDynamic || shape[i] <= 0)
+    if (shape[i] == ShapedType::kDynamic || shape[i] <= 0 ||
+        shape[i] > kMaxInnerExtent)
       return emitError() << "vtensor inner extent D" << (i - 1)
-                         << " must be static and positive";
+                         << " must be static and in [1, " << kMaxInnerExtent
+                         << "]";
   if (!isValidVTensorElementType(elementType))
     return emitError() << "vtensor element type must be bf16, f16, f32, "
                           "f8E4M3FN, f8E5M2 or i32, got "

@@ -578,10 +578,12 @@ static ParseResult parseDeclList(OpAsmParser &parser, bool isParam,
           return failure();
         if (isParam && name.empty())
           return parser.emitError(loc, "parameter needs a non-empty name");
-        if (isParam && (rows <= 0 || cols <= 0))
+        if (isParam && (rows <= 0 || cols <= 0 || rows > kMaxInnerExtent ||
+                        cols > kMaxInnerExtent))
           return parser.emitError(loc, "parameter '")
-                 << name << "' must have a positive [r, c] shape, got ["
-                 << rows << ", " << cols << "]";
+                 << name << "' must have an [r, c] shape in [1, "
+                 << kMaxInnerExtent << "], got [" << rows << ", " << cols
+                 << "]";
         auto emitError = [&]() { return parser.emitError(loc); };
         FieldAttr decl = FieldAttr::getChecked(
             emitError, ctx, StringAttr::get(ctx, name), rows, cols);

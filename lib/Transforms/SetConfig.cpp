@@ -3,6 +3,8 @@
 #include "Vortex/Dialect/VortexOps.h"
 #include "Vortex/Transforms/Passes.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -78,10 +80,33 @@ struct VortexSetConfigPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    module.walk([&](FlowOp flow) {
+    // "Keep" is exactly the default sentinel; anything else out of range is
+    // an error, not a silent keep.
+    auto bad = [&](StringRef name, auto value) {
+      module.emitError("vortex-set-config: ")
+          << name << " = " << value << " is not a valid value (see "
+          << "--help; the flow's own bounds are in docs/contract.md)";
+      signalPassFailure();
+    };
+    if (groupSize < 0)
+      return bad("group-size", int64_t(groupSize));
+    if (topkVal < -1)
+      return bad("topk-val", int64_t(topkVal));
+    if (reservedBos < -1)
+      return bad("reserved-bos", int64_t(reservedBos));
+    if (reservedEos < -1)
+      return bad("reserved-eos", int64_t(reservedEos));
+    if (std::isnan(topkRatio) || (topkRatio < 0 && topkRatio != -1.0))
+      return bad("topk-ratio", double(topkRatio));
+    WalkResult result = module.walk([&](FlowOp flow) {
       FlowConfigAttr c = flow.getConfig();
       MLIRContext *ctx = flow.getContext();
-      auto config = FlowConfigAttr::get(
+      // Out-of-range values get the config verifier's diagnostic, at the
+      // flow, instead of an invalid attribute.
+      auto config = FlowConfigAttr::getChecked(
+          [&] {
+            return flow.emitOpError("vortex-set-config: ");
+          },
           ctx, c.getBlockSize(), c.getPageSize(), c.getHeadDim(),
           groupSize > 0 ? groupSize : c.getGroupSize(),
           topkVal >= 0 ? topkVal : c.getTopkVal(),
@@ -90,6 +115,8 @@ struct VortexSetConfigPass
           reservedBos >= 0 ? reservedBos : c.getReservedBos(),
           reservedEos >= 0 ? reservedEos : c.getReservedEos(),
           c.getIntermediateDtype(), c.getKvDtype());
+      if (!config)
+        return WalkResult::interrupt();
       flow.setConfigAttr(config);
       // Block arguments: q follows the config, the rest is unchanged.
       BlockArgument q = flow.getIndexerBody().getArgument(0);
@@ -113,8 +140,9 @@ struct VortexSetConfigPass
         auto [d0, d1] = inferInner(op);
         retype(op->getResult(0), d0, d1);
       });
+      return WalkResult::advance();
     });
-    if (failed(verify(module)))
+    if (result.wasInterrupted() || failed(verify(module)))
       signalPassFailure();
   }
 };

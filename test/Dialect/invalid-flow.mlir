@@ -67,7 +67,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c0: !p, %c1: !p) {
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{cache field 'c' must have a positive [r, c] shape, got [0, 1]}}
+// expected-error @+1 {{cache field 'c' must have an [r, c] shape in [1, 65536], got [0, 1]}}
 vortex.flow @f config = #cfg fields(c = [0, 1])
 cache(%k: !p, %v: !p, %c: !p) {
 }
@@ -103,7 +103,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{group_size must be positive, got 0}}
+// expected-error @+1 {{group_size must be in [1, 65536], got 0}}
 vortex.flow @f config = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 0, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16> fields()
 cache(%k: !p, %v: !p) {
 }
@@ -1038,7 +1038,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 !w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{parameter 'w' must have a positive [r, c] shape, got [0, 1]}}
+// expected-error @+1 {{parameter 'w' must have an [r, c] shape in [1, 65536], got [0, 1]}}
 vortex.flow @f config = #cfg fields() params(w = [0, 1])
 cache(%k: !p, %v: !p, %w: !w) {
 }

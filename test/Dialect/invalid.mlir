@@ -18,12 +18,12 @@ func.func @rank4(%a: !vortex.vtensor<?x1x8x128xbf16, #vortex.format<batched>>)
 
 // -----
 
-// expected-error @+1 {{vtensor inner extent D0 must be static and positive}}
+// expected-error @+1 {{vtensor inner extent D0 must be static and in [1, 65536]}}
 func.func @dynamic_d0(%a: !vortex.vtensor<?x?x128xbf16, #vortex.format<ragged>>)
 
 // -----
 
-// expected-error @+1 {{vtensor inner extent D1 must be static and positive}}
+// expected-error @+1 {{vtensor inner extent D1 must be static and in [1, 65536]}}
 func.func @zero_d1(%a: !vortex.vtensor<?x8x0xbf16, #vortex.format<ragged>>)
 
 // -----
@@ -77,18 +77,55 @@ func.func @block_gt_page() attributes {c = #vortex.config<block_size = 32, page_
 
 // -----
 
-// expected-error @+1 {{head_dim must be positive, got 0}}
+// expected-error @+1 {{head_dim must be in [1, 65536], got 0}}
 func.func @head_dim() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 0, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
 
 // -----
 
-// expected-error @+1 {{group_size must be positive, got -4}}
+// expected-error @+1 {{group_size must be in [1, 65536], got -4}}
 func.func @group_size() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = -4, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
 
 // -----
 
-// expected-error @+1 {{topk_val must be non-negative, got -1}}
+// expected-error @+1 {{topk_val must be in [0, 2147483647], got -1}}
 func.func @topk_val() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = -1, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// Bounds (docs/contract.md): fuzzing found topk_val = INT64_MAX accepted,
+// and topk_val + reserved_bos + reserved_eos overflowing in the lowerings.
+// expected-error @+1 {{topk_val must be in [0, 2147483647], got 9223372036854775807}}
+func.func @topk_val_max() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 9223372036854775807, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{topk_val + reserved_bos + reserved_eos must be at most 2147483647 (an i32 row budget), got 2147483648}}
+func.func @budget_overflow() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 2147483000, topk_ratio = 0.0625, reserved_bos = 600, reserved_eos = 48, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{reserved_bos and reserved_eos must be in [0, 2147483647], got 4294967296 and 2}}
+func.func @reserved_max() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 4294967296, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{head_dim must be in [1, 65536], got 65537}}
+func.func @head_dim_max() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 65537, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{page_size must be at most 1048576, got 2097152}}
+func.func @page_size_max() attributes {c = #vortex.config<block_size = 16, page_size = 2097152, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{vtensor inner extent D1 must be static and in [1, 65536]}}
+func.func @huge_d1(%a: !vortex.vtensor<?x8x4611686018427387904xbf16, #vortex.format<ragged>>)
+
+// -----
+
+// expected-error @+1 {{cache field 'c' must have an [r, c] shape in [1, 65536], got [1, 100000]}}
+func.func @field_max() attributes {f = #vortex.field<"c", 1, 100000>}
 
 // -----
 
@@ -103,7 +140,7 @@ func.func @topk_ratio_int() attributes {c = #vortex.config<block_size = 16, page
 
 // -----
 
-// expected-error @+1 {{reserved_bos and reserved_eos must be non-negative, got 1 and -2}}
+// expected-error @+1 {{reserved_bos and reserved_eos must be in [0, 2147483647], got 1 and -2}}
 func.func @reserved() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = -2, intermediate_dtype = bf16, kv_dtype = bf16>}
 
 // -----
@@ -127,12 +164,12 @@ func.func @field_name() attributes {f = #vortex.field<"", 1, 128>}
 
 // -----
 
-// expected-error @+1 {{cache field 'centroids' must have a positive [r, c] shape, got [0, 128]}}
+// expected-error @+1 {{cache field 'centroids' must have an [r, c] shape in [1, 65536], got [0, 128]}}
 func.func @field_shape() attributes {f = #vortex.field<"centroids", 0, 128>}
 
 // -----
 
-// expected-error @+1 {{cache field 'centroids' must have a positive [r, c] shape, got [1, -1]}}
+// expected-error @+1 {{cache field 'centroids' must have an [r, c] shape in [1, 65536], got [1, -1]}}
 func.func @field_shape_cols() attributes {f = #vortex.field<"centroids", 1, -1>}
 
 // -----

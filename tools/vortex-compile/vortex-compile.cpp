@@ -672,6 +672,17 @@ int main(int argc, char **argv) {
       "Compile a vortex flow for the CPU (a shared object) or a GPU (PTX, a "
       "cubin), with its JSON manifest\n");
   vortex::registerAllVortexPasses();
+  // LLVM's own options stay registered (hidden); one of them given on our
+  // command line is a mistake, not a setting (`--threads=0` used to pass).
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *opt = entry.second;
+    if (!opt->getNumOccurrences() ||
+        llvm::is_contained(opt->Categories, &category) ||
+        entry.first.starts_with("mlir-"))
+      continue;
+    return fail("--" + entry.first +
+                " is not a vortex-compile option (see --help)");
+  }
 
   bool cpu = target == "cpu";
   if (!target.empty() && !cpu) {

@@ -23,6 +23,13 @@
 
 namespace mlir::vortex {
 
+/// Bounds of flow sizes (docs/contract.md, "Bounds"): every size, padded
+/// extent and row budget stays representable where the lowerings compute it
+/// (i32 kernel scalars and budgets, i64 offsets).
+inline constexpr int64_t kMaxInnerExtent = int64_t(1) << 16;
+inline constexpr int64_t kMaxPageSize = int64_t(1) << 20;
+inline constexpr int64_t kMaxBudget = (int64_t(1) << 31) - 1;
+
 /// Next power of two >= n (vortex_torch `_next_pow2`; n <= 1 gives 1).
 int64_t nextPowerOf2(int64_t n);
 

@@ -83,7 +83,6 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
       return flow.emitOpError("uses fp8 storage (")
              << t << "), which the GPU code generator does not support yet";
   OpBuilder b(flow);
-  MLIRContext *mctx = flow.getContext();
   FlowContext ctx;
   ctx.flow = flow;
   ctx.config = flow.getConfig();
@@ -141,7 +140,27 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
 struct ConvertVortexToGPUPass
     : public vortex::impl::ConvertVortexToGPUBase<ConvertVortexToGPUPass> {
   using Base::Base;
+  /// The options' bounds (docs/contract.md, "Bounds"): what the kernels can
+  /// be built with. Checked first: an absurd value would otherwise overflow
+  /// the generator's register-budget arithmetic.
+  LogicalResult checkOptions() {
+    auto bad = [&](StringRef name, int64_t value, StringRef what) {
+      return getOperation().emitError("convert-vortex-to-gpu: ")
+             << name << " = " << value << " must be " << what;
+    };
+    if (threadsPerCTA < 32 || threadsPerCTA > 1024 || threadsPerCTA % 32)
+      return bad("threads", threadsPerCTA,
+                 "a multiple of 32 (a warp) in [32, 1024]");
+    if (ctasPerSM < 1 || ctasPerSM > 32)
+      return bad("ctas-per-sm", ctasPerSM, "in [1, 32]");
+    if (itemsPerIteration < 1 || itemsPerIteration > 16)
+      return bad("items-per-iteration", itemsPerIteration, "in [1, 16]");
+    return success();
+  }
+
   void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
     SmallVector<FlowOp> flows(getOperation().getOps<FlowOp>());
     if (flows.size() > 1) {
       getOperation().emitError("convert-vortex-to-gpu compiles one flow per "
