@@ -9,12 +9,25 @@
 #   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
 #     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
 #   - python3 with numpy and torch 2.13.0 (pip's wheel, the CPU build
-#     is enough), for the tests that use them.
+#     is enough), for the tests that use them;
+#   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also clang-22 and
+#     libclang-rt-22-dev (the ASan/UBSan runtimes and libFuzzer), for
+#     scripts/test-sanitizers.sh and scripts/fuzz.sh; llvm-symbolizer comes
+#     with llvm-22.
 # `apt-get update` runs only when a package has to be installed. Uses sudo
 # only when not root.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
+
+sanitizers="${VORTEX_SETUP_SANITIZERS:-0}"
+for arg in "$@"; do
+  case "$arg" in
+    --sanitizers) sanitizers=1 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--sanitizers]" >&2; exit 2 ;;
+  esac
+done
 
 LLVM_VERSION=22
 CMAKE_MIN_VERSION=3.20
@@ -74,6 +87,9 @@ packages=(
   "llvm-${LLVM_VERSION}-tools"
   python3  # /usr/bin/python3 runs lit
 )
+if [ "$sanitizers" = 1 ]; then
+  packages+=("clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev")
+fi
 have g++ || packages+=(g++)
 have gcc || packages+=(gcc)
 cmake_ok || packages+=(cmake)
@@ -122,6 +138,16 @@ for f in "$LLVM_PREFIX/lib/cmake/mlir/MLIRConfig.cmake" \
   [ -e "$f" ] || die "$f is missing after the install"
 done
 have ninja || die "ninja is not on PATH"
+if [ "$sanitizers" = 1 ]; then
+  rt="$LLVM_PREFIX/lib/clang/${LLVM_VERSION}/lib/linux"
+  for f in "/usr/bin/clang++-${LLVM_VERSION}" "$LLVM_PREFIX/bin/llvm-symbolizer" \
+           "$rt/libclang_rt.asan-x86_64.so" "$rt/libclang_rt.fuzzer-x86_64.a"; do
+    [ -e "$f" ] || die "$f is missing after the install"
+  done
+fi
 log "ok: LLVM/MLIR $("$LLVM_PREFIX/bin/llvm-config" --version)," \
     "$(cmake --version | head -n1), ninja $(ninja --version)," \
     "$(g++ --version | head -n1)"
+if [ "$sanitizers" = 1 ]; then
+  log "ok: sanitizers and libFuzzer: $(clang++-${LLVM_VERSION} --version | head -n1)"
+fi

@@ -44,7 +44,34 @@ llvm_config.with_environment("PYTHONPATH",
                              append_path=True)
 
 tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
-tools = ["vortex-opt", "vortex-compile", "mlir-opt", "vortex-capi-test"]
+tools = ["vortex-opt", "vortex-compile", "vortex-capi-test", "vortex-fuzz"]
+
+# An ASan/UBSan build (scripts/test-sanitizers.sh, docs/fuzzing.md): the
+# run-time options that instrumented vortex code next to Debian's
+# uninstrumented libMLIR.so needs (cmake/VortexSanitizers.cmake says why),
+# ahead of any the caller set; and stock mlir-opt, which loads the
+# instrumented VortexPlugin.so, runs with the sanitizer runtime preloaded.
+if getattr(config, "vortex_sanitizers", 0):
+    config.available_features.add("sanitizers")
+    for _var, _opts in (("ASAN_OPTIONS", config.vortex_asan_options),
+                        ("UBSAN_OPTIONS", config.vortex_ubsan_options)):
+        _user = os.environ.get(_var)
+        config.environment[_var] = _opts + (":" + _user if _user else "")
+    if config.llvm_symbolizer:
+        config.environment["ASAN_SYMBOLIZER_PATH"] = config.llvm_symbolizer
+    _mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+    if config.vortex_sanitizer_preload:
+        config.available_features.add("sanitizer-preload")
+        tools.append(ToolSubst(
+            "mlir-opt",
+            command="env LD_PRELOAD=%s %s" % (config.vortex_sanitizer_preload,
+                                              _mlir_opt)))
+    else:
+        tools.append("mlir-opt")
+else:
+    tools.append("mlir-opt")
+if getattr(config, "vortex_fuzzer", 0):
+    config.available_features.add("libfuzzer")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Optional capabilities.

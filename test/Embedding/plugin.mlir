@@ -1,6 +1,11 @@
 // The vortex dialect loaded into stock mlir-opt through VortexPlugin: parse,
 // verify, print, and reparse what was printed (custom and generic forms).
 //
+// Under ASan (build-asan) stock mlir-opt is uninstrumented: lit runs it with
+// the ASan runtime in LD_PRELOAD (test/lit.cfg.py), without which the
+// instrumented plugin cannot load.
+// UNSUPPORTED: sanitizers && !sanitizer-preload
+//
 // RUN: mlir-opt --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext %s \
 // RUN:   | FileCheck %s
 // RUN: mlir-opt --load-dialect-plugin=%vortex_libs/VortexPlugin%shlibext %s \

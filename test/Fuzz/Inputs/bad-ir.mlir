@@ -1,0 +1,2 @@
+//! cpu
+vortex.flow @broken config = #vortex.config<block_size = 16
