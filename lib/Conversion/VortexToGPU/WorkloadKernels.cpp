@@ -318,12 +318,15 @@ TileRef TileKernel::elementwise(
   }
   TileRef out = makeTile(resultType, distributed);
   SmallVector<TileRef> operands(ins.begin(), ins.end());
-  out->at = [this, operands, fn, out](int64_t r, int64_t e) {
+  // The tile's own extent by value: capturing `out` would make a reference
+  // cycle (the tile owns this function), which leaked every tile.
+  int64_t outD1 = out->d1;
+  out->at = [this, operands, fn, outD1](int64_t r, int64_t e) {
     Gen g = gen();
     SmallVector<Value> args;
     for (const TileRef &t : operands) {
       int64_t rr = t->d0 == 1 ? 0 : r;
-      int64_t ee = t->d1 == 1 && out->d1 != 1 ? 0 : e;
+      int64_t ee = t->d1 == 1 && outD1 != 1 ? 0 : e;
       args.push_back(t->at(rr, ee));
     }
     return fn(g, args, r, e);
@@ -532,9 +535,10 @@ TileRef TileKernel::lower(Operation *op) {
             ((!x->distributed && x->d1 != 1) ||
              (!y->distributed && y->d1 != 1)))
           unsupported = true;
+        bool outDistributed = out->distributed; // not `out`: no cycle
         out->at = [=](int64_t r, int64_t e) -> Value {
           Gen g = gen();
-          if (r >= realD0 || (!out->distributed && e >= realD1))
+          if (r >= realD0 || (!outDistributed && e >= realD1))
             return g.f32(0.0);
           int64_t xr = rows ? r / y0 : (x->d0 == 1 ? 0 : r);
           int64_t yr = rows ? r % y0 : (y->d0 == 1 ? 0 : r);
