@@ -120,6 +120,12 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (groupSize <= 0 || groupSize > kMaxInnerExtent)
     return emitError() << "group_size must be in [1, " << kMaxInnerExtent
                        << "], got " << groupSize;
+  if (!fitsTile(groupSize, headDim) || !fitsTile(blockSize, headDim))
+    return emitError() << "group_size x head_dim and block_size x head_dim "
+                          "(padded to powers of two) must be at most "
+                       << kMaxTileElements << " elements, got group_size = "
+                       << groupSize << ", block_size = " << blockSize
+                       << ", head_dim = " << headDim;
   if (topkVal < 0 || topkVal > kMaxBudget)
     return emitError() << "topk_val must be in [0, " << kMaxBudget
                        << "], got " << topkVal;
@@ -158,6 +164,11 @@ LogicalResult FieldAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "' must have an [r, c] shape in [1, "
                        << kMaxInnerExtent << "], got [" << rows << ", " << cols
                        << "]";
+  if (!fitsTile(rows, cols))
+    return emitError() << "cache field '" << name.getValue() << "' [" << rows
+                       << ", " << cols << "] must have at most "
+                       << kMaxTileElements
+                       << " elements (padded to powers of two)";
   return success();
 }
 
@@ -179,6 +190,10 @@ LogicalResult VTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "vtensor inner extent D" << (i - 1)
                          << " must be static and in [1, " << kMaxInnerExtent
                          << "]";
+  if (!fitsTile(shape[1], shape[2]))
+    return emitError() << "vtensor [D0, D1] = [" << shape[1] << ", "
+                       << shape[2] << "] must have at most " << kMaxTileElements
+                       << " elements (padded to powers of two)";
   if (!isValidVTensorElementType(elementType))
     return emitError() << "vtensor element type must be bf16, f16, f32, "
                           "f8E4M3FN, f8E5M2 or i32, got "

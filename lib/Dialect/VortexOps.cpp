@@ -584,6 +584,11 @@ static ParseResult parseDeclList(OpAsmParser &parser, bool isParam,
                  << name << "' must have an [r, c] shape in [1, "
                  << kMaxInnerExtent << "], got [" << rows << ", " << cols
                  << "]";
+        if (isParam && !fitsTile(rows, cols))
+          return parser.emitError(loc, "parameter '")
+                 << name << "' [" << rows << ", " << cols
+                 << "] must have at most " << kMaxTileElements
+                 << " elements (padded to powers of two)";
         auto emitError = [&]() { return parser.emitError(loc); };
         FieldAttr decl = FieldAttr::getChecked(
             emitError, ctx, StringAttr::get(ctx, name), rows, cols);

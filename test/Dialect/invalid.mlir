@@ -964,3 +964,36 @@ func.func @union_output(%bt: !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>,
   vortex.union (%bt, %sl), (%bt, %sl) into %o : !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>, !vortex.vtensor<?x1x1xi32, #vortex.format<batched>> into !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
   return
 }
+
+// -----
+
+// Tile bound (docs/contract.md "Bounds"): fuzzing found group_size = 65536
+// taking 38 s and 2.2 GB in convert-vortex-to-gpu.
+// expected-error @+1 {{group_size x head_dim and block_size x head_dim (padded to powers of two) must be at most 131072 elements, got group_size = 65536, block_size = 16, head_dim = 128}}
+func.func @tile_group() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 65536, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// G = 1025 pads to 2048: 2048 x 128 = 262144.
+// expected-error @+1 {{group_size = 1025, block_size = 16, head_dim = 128}}
+func.func @tile_group_padded() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 1025, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{group_size = 8, block_size = 4096, head_dim = 64}}
+func.func @tile_block() attributes {c = #vortex.config<block_size = 4096, page_size = 4096, head_dim = 64, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// The largest tiles accepted: 1024 x 128 and 16 x 8192.
+func.func private @tile_max() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 1024, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>, d = #vortex.config<block_size = 16, page_size = 16, head_dim = 8192, group_size = 16, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>}
+
+// -----
+
+// expected-error @+1 {{vtensor [D0, D1] = [300, 512] must have at most 131072 elements (padded to powers of two)}}
+func.func @tile_vtensor(%a: !vortex.vtensor<?x300x512xbf16, #vortex.format<ragged>>)
+
+// -----
+
+// expected-error @+1 {{cache field 'c' [512, 512] must have at most 131072 elements (padded to powers of two)}}
+func.func @tile_field() attributes {f = #vortex.field<"c", 512, 512>}

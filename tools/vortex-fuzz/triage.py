@@ -81,7 +81,7 @@ def classify(text, rc, timed_out):
         return "timeout (replay)", ""
     m = re.search(r"^(\S+?):(\d+):\d+: runtime error: (.*)$", text, re.M)
     if m:
-        msg = re.sub(r"-?\d+", "N", m.group(3))
+        msg = re.sub(r"(?<![\w.])-?\d+\b", "N", m.group(3))
         return ("UBSan: " + msg[:100], "%s:%s" % (os.path.relpath(m.group(1), ROOT)
                                                   if m.group(1).startswith(ROOT)
                                                   else m.group(1), m.group(2)))

@@ -27,11 +27,22 @@ namespace mlir::vortex {
 /// extent and row budget stays representable where the lowerings compute it
 /// (i32 kernel scalars and budgets, i64 offsets).
 inline constexpr int64_t kMaxInnerExtent = int64_t(1) << 16;
+/// Elements of one padded [D0, D1] tile (nextPowerOf2 of each extent). The
+/// GPU generator holds a tile in the registers of a lane group, so its IR
+/// grows with this product (fuzzing found group_size = 65536 taking 38 s and
+/// 2.2 GB in convert-vortex-to-gpu).
+inline constexpr int64_t kMaxTileElements = int64_t(1) << 17;
 inline constexpr int64_t kMaxPageSize = int64_t(1) << 20;
 inline constexpr int64_t kMaxBudget = (int64_t(1) << 31) - 1;
 
 /// Next power of two >= n (vortex_torch `_next_pow2`; n <= 1 gives 1).
 int64_t nextPowerOf2(int64_t n);
+
+/// Whether a [d0, d1] tile (each in [1, kMaxInnerExtent]) stays within
+/// kMaxTileElements once padded.
+inline bool fitsTile(int64_t d0, int64_t d1) {
+  return nextPowerOf2(d0) * nextPowerOf2(d1) <= kMaxTileElements;
+}
 
 /// True for the element types a vtensor may hold.
 bool isValidVTensorElementType(Type type);
