@@ -28,6 +28,13 @@ python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \
   --flows ${VORTEX_TORCH_FLOWS:-block_sparse_attention_g8 running_avg_block_sparse_g8 gqa_quest_sparse_attention_g5} \
   2>&1 | tee "$LOGS/gpu-torch-check.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The guards' cost: this build against an unguarded one, when the artifacts
+# hold one (bench/bench_guards.py).
+if [ -z "${VORTEX_NO_BENCH:-}" ] && [ -d "$ART/unguarded" ]; then
+  python3 "$ROOT/bench/bench_guards.py" --guarded "$ART/bench" "$ART/check" \
+    --unguarded "$ART/unguarded" 2>&1 | tee "$LOGS/bench-guards.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 if [ -z "${VORTEX_NO_BENCH:-}" ]; then
   python3 "$ROOT/bench/bench_torch_ops.py" --artifacts "$ART/bench" \
     --md "$LOGS/bench-torch-ops.md" 2>&1 | tee "$LOGS/bench-torch-ops.log"

@@ -22,6 +22,8 @@ StringRef abi::stringifyRole(Role role) {
     return "scratch";
   case Role::Parameter:
     return "parameter";
+  case Role::Status:
+    return "status";
   }
   llvm_unreachable("unknown role");
 }

@@ -26,13 +26,19 @@ from .cpu import CompiledFlow, FlowInfo, compile_flow
 from .frontend import FlowConfig, FlowError, compile, trace
 
 
-def load(manifest_path, device=None, params=None):
+# Raised by Flow.check() when a GPU kernel's guard failed (docs/gpu.md).
+from .runtime import FlowCheckError
+
+
+def load(manifest_path, device=None, params=None, debug=None):
     """A compiled flow as torch ops (see `vortex.ops.Flow`); `params` binds
-    its parameters (learned constants)."""
+    its parameters (learned constants); `debug` checks the GPU guards after
+    every step (default: the VORTEX_DEBUG environment variable)."""
     from .ops import load as _load
-    return _load(manifest_path, device, params)
+    return _load(manifest_path, device, params, debug)
 
 
-__all__ = ["CompiledFlow", "FlowConfig", "FlowError", "FlowInfo",
+__all__ = ["CompiledFlow", "FlowCheckError", "FlowConfig", "FlowError",
+           "FlowInfo",
            "VortexCompileError", "compile", "compile_flow", "find_tool",
            "load", "trace"]

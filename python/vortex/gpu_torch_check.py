@@ -435,6 +435,158 @@ def check_bad_input(R: Report, flow: vops.Flow, P: Problem) -> None:
                                               stream=other))
 
 
+def check_guards(R: Report, path: str, flow: vops.Flow, P: Problem) -> None:
+    """Issue 9: bad block ids and a malformed CSR write nothing outside the
+    tensors (each tensor sits between canary regions of one allocation) and
+    are reported by flow.check(); valid input raises nothing."""
+    tag = flow.name
+    from .runtime import FlowCheckError
+    pad = 64
+    canary = -12345
+
+    def guarded_cache():
+        """Clones of P.cache inside larger allocations whose head and tail
+        hold a canary."""
+        views, bigs = {}, {}
+        for n, t in P.cache.items():
+            big = torch.empty((t.shape[0] + 2 * pad,) + tuple(t.shape[1:]),
+                              dtype=t.dtype, device=t.device)
+            big.fill_(canary)
+            big[pad:pad + t.shape[0]].copy_(t)
+            views[n], bigs[n] = big[pad:pad + t.shape[0]], big
+        return views, bigs
+
+    def guarded_outputs(rows, total):
+        big_p = torch.full((rows + 1 + 2 * pad,), canary, dtype=torch.int32,
+                           device=P.device)
+        big_i = torch.full((total + 2 * pad,), canary, dtype=torch.int32,
+                           device=P.device)
+        return (big_p[pad:pad + rows + 1], big_i[pad:pad + total],
+                [big_p, big_i])
+
+    def canaries_intact(bigs):
+        ok = True
+        for big in bigs:
+            ok &= bool((big[:pad] == canary).all())
+            ok &= bool((big[-pad:] == canary).all())
+        return ok
+
+    def expect_error(needle):
+        try:
+            flow.check()
+        except FlowCheckError as err:
+            # Reset by the check: the next one passes.
+            try:
+                flow.check()
+            except FlowCheckError:
+                return False, f"not reset: {err}"
+            return needle in str(err), str(err)
+        return False, "flow.check() raised nothing"
+
+    def valid_input_clean():
+        flow.check()            # every earlier check used valid input
+        q = P.new_q()
+        sp, si = P.outputs()
+        flow.indexer(q, clone(P.cache), P.indptr, P.indices, sp, si)
+        flow.cache_step(clone(P.cache), P.indices)
+        flow.check()
+        return True, "no flag after valid steps"
+    R.run(f"{tag}: guards: valid input raises nothing", valid_input_clean)
+
+    nb = P.num_blocks
+    for label, bad in (("past the end", nb + 3), ("negative", -2),
+                       ("huge", 2 ** 30)):
+        def indexer_bad(bad=bad):
+            views, bigs = guarded_cache()
+            ix = P.indices.clone()
+            ix[len(ix) // 2] = bad
+            ix[-1] = bad
+            sp, si, obigs = guarded_outputs(P.rows, P.total)
+            flow.indexer(P.new_q(), views, P.indptr, ix, sp, si)
+            torch.cuda.synchronize()
+            intact = canaries_intact(list(bigs.values()) + obigs)
+            ok, msg = expect_error("dense_kv_indices")
+            return ok and intact, f"canaries intact: {intact}; {msg}"
+        R.run(f"{tag}: guards: dense_kv_indices id {label} ({bad})",
+              indexer_bad)
+
+    def cache_bad_checked():
+        views, bigs = guarded_cache()
+        ids = P.indices[:8].clone()
+        ids[3] = nb + 1
+        ids[5] = 2 ** 30
+        flow.cache_step(views, ids)
+        torch.cuda.synchronize()
+        intact = canaries_intact(bigs.values())
+        ok, msg = expect_error("block_ids")
+        ref, _ = guarded_cache()
+        good = ids[(ids >= 0) & (ids < nb)].contiguous()
+        flow.cache_step(ref, good)
+        torch.cuda.synchronize()
+        flow.check()
+        same = same_cache(views, ref)
+        return ok and intact and same, (f"canaries intact: {intact}; good "
+                                        f"ids summarized as alone: {same}; "
+                                        f"{msg}")
+    R.run(f"{tag}: guards: block_ids past num_blocks", cache_bad_checked)
+
+    def indptr_bad(kind):
+        def run():
+            views, bigs = guarded_cache()
+            ip = P.indptr.clone()
+            if kind == "end past total":
+                ip[-1] = P.total + 1000
+            elif kind == "decreasing":
+                ip[2] = 0
+                ip[3] = P.total
+            else:                       # huge entries
+                ip[1:] = 2 ** 30
+            sp, si, obigs = guarded_outputs(P.rows, P.total)
+            flow.indexer(P.new_q(), views, ip, P.indices, sp, si)
+            torch.cuda.synchronize()
+            intact = canaries_intact(list(bigs.values()) + obigs)
+            ok, msg = expect_error("dense_kv_indptr")
+            return ok and intact, f"canaries intact: {intact}; {msg}"
+        return run
+    for kind in ("end past total", "decreasing", "huge"):
+        R.run(f"{tag}: guards: dense_kv_indptr {kind}", indptr_bad(kind))
+
+    def debug_mode():
+        dflow = vops.load(path, debug=True)
+        ix = P.indices.clone()
+        ix[0] = nb + 7
+        sp, si = P.outputs()
+        try:
+            dflow.indexer(P.new_q(), clone(P.cache), P.indptr, ix, sp, si)
+        except FlowCheckError as err:
+            # A good step afterwards passes in debug mode.
+            dflow.indexer(P.new_q(), clone(P.cache), P.indptr, P.indices,
+                          sp, si)
+            return "dense_kv_indices" in str(err), str(err)
+        return False, "debug mode raised nothing"
+    R.run(f"{tag}: guards: debug mode raises at the step", debug_mode)
+
+    def in_graph():
+        # Inside a CUDA graph the guard still records; check() after replay.
+        views, bigs = guarded_cache()
+        ix = P.indices.clone()
+        ix[1] = nb + 5
+        q = P.new_q()
+        sp, si, obigs = guarded_outputs(P.rows, P.total)
+        flow.indexer(q, views, P.indptr, P.indices, sp, si)   # warm plan
+        torch.cuda.synchronize()
+        flow.check()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            flow.indexer(q, views, P.indptr, ix, sp, si)
+        g.replay()
+        torch.cuda.synchronize()
+        intact = canaries_intact(list(bigs.values()) + obigs)
+        ok, msg = expect_error("dense_kv_indices")
+        return ok and intact, f"canaries intact: {intact}; {msg}"
+    R.run(f"{tag}: guards: recorded inside a CUDA graph replay", in_graph)
+
+
 def check_other_device(R: Report, path: str, lengths: List[int]) -> None:
     if torch.cuda.device_count() < 2:
         print("note: one GPU; the cross-device check needs two")
@@ -493,6 +645,8 @@ def main(argv=None) -> int:
         check_first_call_in_capture(R, flow)
         check_cache_forms(R, flow, P)
         check_bad_input(R, flow, P)
+        if flow.manifest.status_tensor() is not None:
+            check_guards(R, path, flow, P)
         check_other_device(R, path, lengths)
     print(f"{R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0

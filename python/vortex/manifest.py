@@ -47,7 +47,9 @@ _BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
 _BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
 
 SYMBOLS = ("rows", "total", "num_blocks", "num_new")
-_ROLES = ("input", "cache", "output", "scratch", "parameter")
+_ROLES = ("input", "cache", "output", "scratch", "parameter", "status")
+# Roles the runtime owns: never step arguments.
+_INTERNAL = ("scratch", "status")
 _GRIDS = ("persistent", "rows", "items", "fixed", "host")
 INT32_MAX = 2 ** 31 - 1
 
@@ -328,8 +330,9 @@ class Manifest:
         for a in args + writes:
             if a not in self.tensors:
                 raise _fail(where, f"unknown tensor {a!r}")
-            if self.tensors[a].role == "scratch":
-                raise _fail(where, f"scratch tensor {a!r} is an argument")
+            if self.tensors[a].role in _INTERNAL:
+                raise _fail(where, f"{self.tensors[a].role} tensor {a!r} is "
+                            "an argument")
         if len(set(args)) != len(args):
             raise _fail(where, "an argument repeats")
         for w in writes:
@@ -337,7 +340,7 @@ class Manifest:
                 raise _fail(where, f"writes {w!r}, which is not an argument")
         for k in kernels:
             for t in k.writes:
-                if self.tensors[t].role != "scratch" and t not in writes:
+                if self.tensors[t].role not in _INTERNAL and t not in writes:
                     raise _fail(where, f"kernel {k.kernel} writes {t!r}, "
                                 "which the step does not declare")
         return StepSpec(step, args, writes, kernels)
@@ -475,6 +478,14 @@ class Manifest:
         """Names of the indexer kernels that do not write the selection."""
         return [k.kernel for k in self.steps["indexer"].kernels
                 if not k.is_selection()]
+
+    def status_tensor(self) -> Optional[str]:
+        """The guards' status buffer (role `status`), if the kernels have
+        one (docs/gpu.md "Guards")."""
+        for n, t in self.tensors.items():
+            if t.role == "status":
+                return n
+        return None
 
     def used_tensors(self, kernels: Sequence[KernelSpec]) -> List[str]:
         seen: List[str] = []
@@ -686,6 +697,37 @@ def check_csr(indptr: Sequence[int], indices: Sequence[int],
                     "the flow saves per-block state, so every block may "
                     "belong to one row only")
             seen.add(b)
+
+
+# The GPU guards' status words (FlowABI.h `StatusFlag`, docs/gpu.md
+# "Guards"): word 0 ORs these flags, word 1 holds an offending value, word 2
+# its position, word 3 counts the bad entries.
+STATUS_FLAGS = (
+    (1, "dense_kv_indices", "a block id outside [0, num_blocks) (num_blocks "
+        "= k.shape[0]); the block was scored as block 0 and nothing was "
+        "written by its id"),
+    (2, "block_ids", "a block id >= num_blocks (num_blocks = k.shape[0]); "
+        "it was skipped"),
+    (4, "dense_kv_indptr", "not a CSR over dense_kv_indices (it must start "
+        "at 0, not decrease and end at len(dense_kv_indices)); rows were "
+        "clamped into range and a row whose selection did not fit was not "
+        "written"),
+)
+
+
+def describe_status(words: Sequence[int]) -> Optional[str]:
+    """A sentence for the status words, or None when no guard failed."""
+    flags, value, pos, count = (list(int(w) for w in words) + [0] * 4)[:4]
+    if not flags:
+        return None
+    parts = [f"{name}: {what}" for bit, name, what in STATUS_FLAGS
+             if flags & bit]
+    unknown = flags & ~sum(bit for bit, _, _ in STATUS_FLAGS)
+    if unknown:
+        parts.append(f"unknown status flags {unknown:#x}")
+    return (f"{count} bad entr{'y' if count == 1 else 'ies'} since the last "
+            f"check (e.g. value {value} at position {pos}). " +
+            "; ".join(parts))
 
 
 def grid_size(spec: KernelSpec, symbols: Mapping[str, int], num_sms: int,

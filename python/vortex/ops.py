@@ -28,6 +28,7 @@ ids (the `loc` form marks tokens that complete no block with -1).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -195,8 +196,12 @@ class Flow:
     """A compiled flow (one manifest) behind its two torch ops."""
 
     def __init__(self, manifest_path: str, device: Optional[int] = None,
-                 params: Optional[Mapping[str, Any]] = None):
+                 params: Optional[Mapping[str, Any]] = None,
+                 debug: Optional[bool] = None):
         m = self.manifest = Manifest.from_file(manifest_path)
+        # Debug mode: check the GPU guards after every step (synchronizes).
+        self.debug = (os.environ.get("VORTEX_DEBUG", "") not in ("", "0")
+                      if debug is None else bool(debug))
         if m.backend == "cpu":
             self.runtime = CPUFlow(m)
             self.device = torch.device("cpu")
@@ -224,6 +229,36 @@ class Flow:
                                    self.param_names)
         if params is not None:
             self.bind(params)
+
+    def check(self) -> None:
+        """Raise vortex.FlowCheckError if a GPU kernel's guard failed since
+        the last check: a block id outside [0, num_blocks) in
+        dense_kv_indices or block_ids, or a malformed dense_kv_indptr
+        (docs/gpu.md "Guards"). Synchronizes the devices the flow ran on.
+        The CPU back end validates values before it runs, so it has nothing
+        to check. The ops are shared by every Flow loaded from the same
+        source, so this checks the kernels they launched."""
+        seen: List[Any] = []
+        for rt in (self._indexer.cuda, self._cache.cuda, self.runtime):
+            if rt is None or any(rt is s for s in seen):
+                continue
+            seen.append(rt)
+            check = getattr(rt, "check", None)
+            if check is not None:
+                check()
+
+    def _debug_check(self) -> None:
+        # Not while a CUDA graph is captured or torch.compile traces: the
+        # check synchronizes.
+        if not self.debug or self.device.type != "cuda":
+            return
+        if torch.cuda.is_current_stream_capturing():
+            return
+        compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                            None)
+        if compiling is not None and compiling():
+            return
+        self.check()
 
     def __repr__(self):
         return (f"vortex.Flow(@{self.name}, {self.manifest.backend}, "
@@ -370,6 +405,7 @@ class Flow:
         finally:
             if guard is not None:
                 guard.__exit__(None, None, None)
+        self._debug_check()
         return sparse_kv_indptr, sparse_kv_indices
 
     def block_ids_from_loc(self, loc: torch.Tensor,
@@ -428,10 +464,14 @@ class Flow:
         finally:
             if guard is not None:
                 guard.__exit__(None, None, None)
+        self._debug_check()
 
 
 def load(manifest_path: str, device: Optional[int] = None,
-         params: Optional[Mapping[str, Any]] = None) -> Flow:
+         params: Optional[Mapping[str, Any]] = None,
+         debug: Optional[bool] = None) -> Flow:
     """Load a compiled flow's manifest and define (or extend) its torch ops;
-    `params` binds the flow's parameters (see `Flow.bind`)."""
-    return Flow(manifest_path, device, params)
+    `params` binds the flow's parameters (see `Flow.bind`); `debug` (default:
+    the environment variable VORTEX_DEBUG) checks the GPU guards after every
+    step (see `Flow.check`)."""
+    return Flow(manifest_path, device, params, debug)

@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest import (DTYPES, KernelSpec, Manifest, buffer_bytes,
-                       grid_size, validate_step)
+                       describe_status, grid_size, validate_step)
 
-__all__ = ["CompiledFlowGPU", "CudaDriverError", "Plan", "check_ptx",
+__all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
+           "check_ptx",
            "dynamic_smem", "expected_widths", "load", "pack_params",
            "plan_param_values", "ptx_signatures"]
 
@@ -47,7 +48,8 @@ _INT32_MAX = 2 ** 31 - 1
 
 # A launch plan (the format the native launcher takes):
 #   (scratch_bytes: [int], launches: [(func, grid, block, smem, params)])
-# params: ("arg", i) | ("scratch", j, numel) | ("i32", v) | ("i64", v).
+# params: ("arg", i) | ("scratch", j, numel) | ("ptr", address, numel)
+#   (a runtime-owned buffer: the guards' status words) | ("i32", v) | ("i64", v).
 Plan = Tuple[List[int], List[Tuple[int, Tuple[int, int, int],
                                    Tuple[int, int, int], int, List[tuple]]]]
 
@@ -105,6 +107,11 @@ def check_ptx(manifest: Manifest, ptx: str) -> List[str]:
 
 class CudaDriverError(RuntimeError):
     pass
+
+
+class FlowCheckError(RuntimeError):
+    """A GPU kernel's guard failed: an input held an out-of-range block id
+    or a malformed CSR (docs/gpu.md "Guards")."""
 
 
 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
@@ -221,10 +228,13 @@ def plan_param_values(params: Sequence[tuple], args: Sequence[Any],
     out: List[Any] = []
     for p in params:
         kind = p[0]
-        if kind in ("arg", "scratch"):
-            t = args[p[1]] if kind == "arg" else scratch[p[1]]
-            ptr = int(t.data_ptr())
-            numel = int(t.numel()) if kind == "arg" else int(p[2])
+        if kind in ("arg", "scratch", "ptr"):
+            if kind == "ptr":
+                ptr, numel = int(p[1]), int(p[2])
+            else:
+                t = args[p[1]] if kind == "arg" else scratch[p[1]]
+                ptr = int(t.data_ptr())
+                numel = int(t.numel()) if kind == "arg" else int(p[2])
             out += [ctypes.c_void_p(ptr), ctypes.c_void_p(ptr),
                     ctypes.c_int64(0), ctypes.c_int64(numel),
                     ctypes.c_int64(1)]
@@ -245,6 +255,9 @@ class _DeviceState:
     num_sms: int
     name: str
     kernels: Dict[str, _Kernel] = field(default_factory=dict)
+    # The guards' status words (docs/gpu.md "Guards"), zeroed; None when the
+    # flow was compiled without guards.
+    status: Any = None
 
 
 class CompiledFlowGPU:
@@ -307,6 +320,11 @@ class CompiledFlowGPU:
                 for k in spec.kernels:
                     if k.kernel not in st.kernels:
                         st.kernels[k.kernel] = self._get_function(module, k)
+            status = self.manifest.status_tensor()
+            if status is not None:
+                st.status = torch.zeros(
+                    self.manifest.tensors[status].extents({})[0],
+                    dtype=torch.int32, device=f"cuda:{index}")
         self._states[index] = st
         return st
 
@@ -413,6 +431,37 @@ class CompiledFlowGPU:
                     "shared_bytes": k.spec.shared_bytes}
                 for n, k in st.kernels.items()}
 
+    # -- guards ---------------------------------------------------------------
+    def read_status(self, device: Optional[int] = None,
+                    reset: bool = True) -> Optional[List[int]]:
+        """The guards' status words of `device` (default: the flow's), after
+        synchronizing it; zeroed again when `reset`. None if the flow was
+        compiled without guards or never ran there."""
+        torch = self._torch
+        index = self.device_index if device is None else int(device)
+        st = self._states.get(index)
+        if st is None or st.status is None:
+            return None
+        with torch.cuda.device(index):
+            torch.cuda.synchronize(index)
+            words = [int(w) for w in st.status.tolist()]
+            if reset and any(words):
+                st.status.zero_()
+                torch.cuda.synchronize(index)
+        return words
+
+    def check(self, device: Optional[int] = None) -> None:
+        """Raise FlowCheckError if a kernel's guard failed since the last
+        check, on `device` or on every device the flow ran on. Synchronizes
+        those devices: call it off the hot path (docs/gpu.md "Guards")."""
+        devices = sorted(self._states) if device is None else [int(device)]
+        for index in devices:
+            words = self.read_status(index)
+            msg = describe_status(words) if words else None
+            if msg:
+                raise FlowCheckError(f"vortex flow {self.flow!r} on "
+                                     f"cuda:{index}: {msg}")
+
     def kernel_names(self, step: str) -> List[str]:
         return [k.kernel for k in self.manifest.kernels(step)]
 
@@ -441,6 +490,13 @@ class CompiledFlowGPU:
         symbols = validate_step(m, step, tensors, ("cuda", dev),
                                 [a for a in m.steps[step].args
                                  if a not in used])
+        # An empty pool has no block 0 for the guards to read instead.
+        if symbols.get("num_blocks") == 0:
+            for sym, t in (("total", "dense_kv_indices"),
+                           ("num_new", "block_ids")):
+                if symbols.get(sym, 0) > 0:
+                    raise ValueError(f"k: num_blocks = 0 (an empty pool), "
+                                     f"but {t} has {symbols[sym]} entries")
         st = self._state(dev)
         arg_index = {n: i for i, n in enumerate(m.steps[step].args)}
         scratch = [n for n in m.used_tensors(specs)
@@ -456,6 +512,9 @@ class CompiledFlowGPU:
             for p in spec.params:
                 if p.kind == "buffer" and p.name in arg_index:
                     params.append(("arg", arg_index[p.name]))
+                elif p.kind == "buffer" and m.tensors[p.name].role == "status":
+                    params.append(("ptr", int(st.status.data_ptr()),
+                                   int(st.status.numel())))
                 elif p.kind == "buffer":
                     j = scratch.index(p.name)
                     params.append(("scratch", j, scratch_bytes[j] //

@@ -47,8 +47,19 @@ inline constexpr llvm::StringLiteral kNumNew = "num_new";
 
 /// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
 /// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned
-/// parameters `[1, r, c]`, arguments of both steps, read-only.
-enum class Role { Input, Cache, Output, Scratch, Parameter };
+/// parameters `[1, r, c]`, arguments of both steps, read-only; Status: the
+/// GPU kernels' error word (`kStatusWords` i32, owned by the runtime per
+/// device, never an argument; docs/gpu.md "Guards").
+enum class Role { Input, Cache, Output, Scratch, Parameter, Status };
+
+/// The status buffer: word 0 is an OR of the `StatusFlag`s seen, word 1 an
+/// offending value, word 2 its position, word 3 how many entries were bad.
+inline constexpr int64_t kStatusWords = 4;
+enum StatusFlag : int32_t {
+  kBadDenseIndex = 1, ///< a dense_kv_indices entry outside [0, num_blocks)
+  kBadBlockId = 2,    ///< a block_ids entry >= num_blocks
+  kBadIndptr = 4,     ///< dense_kv_indptr not a CSR over dense_kv_indices
+};
 enum class Step { Indexer, Cache };
 llvm::StringRef stringifyRole(Role role);
 llvm::StringRef stringifyStep(Step step);

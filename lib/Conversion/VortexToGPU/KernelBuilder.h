@@ -59,6 +59,25 @@ struct Gen : ScalarBuilder {
     memref::StoreOp::create(b, loc, v, memref, ValueRange{index});
   }
 
+  /// Records a failed guard in the runtime's status buffer (docs/gpu.md,
+  /// "Guards"): ORs `flag` into word 0, stores the offending value and its
+  /// position (one of concurrent failures wins) and counts it. Atomic and
+  /// without a fence: the runtime reads it at its next check.
+  void recordStatus(Value status, int32_t flag, Value value, Value pos) {
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, i32(flag),
+                                status, ValueRange{idx(0)});
+    store(toI32(value), status, idx(1));
+    store(toI32(pos), status, idx(2));
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, i32(1),
+                                status, ValueRange{idx(3)});
+  }
+  Value notI(Value c) {
+    return arith::XOrIOp::create(
+        b, loc, c, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  }
+  /// The extent a runtime passed for a 1-D buffer argument.
+  Value extent(Value memref) { return memref::DimOp::create(b, loc, memref, 0); }
+
   scf::ForOp forLoop(Value lb, Value ub, ValueRange inits,
                      function_ref<SmallVector<Value>(Gen &, Value,
                                                      ValueRange)>
@@ -116,6 +135,8 @@ struct FlowContext {
   /// A scratch buffer for `v` (ragged: [total, D0', D1'], batched:
   /// [rows, D0', D1'], parameter: [1, D0', D1'], f32).
   std::string allocScratch(Value v);
+  /// The status buffer (Role::Status) the guards of every kernel share.
+  std::string statusBuffer();
 };
 
 /// Emits the persistent workload kernel of one indexer vortex.kernel (or a

@@ -20,12 +20,25 @@ namespace {
 /// Row bounds, budget and the scored range of row `r`.
 struct RowInfo {
   Value start, end, n, budget, needs, lo, hi;
+  /// Whether indptr[r] and indptr[r + 1] were used as read.
+  Value exact;
 };
 
-RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r) {
+/// Row `r` of the dense CSR, its bounds clamped to `0 <= start <= end <=
+/// limit` (the positions the row's buffers hold): a malformed indptr reads
+/// and writes nothing outside them (docs/gpu.md "Guards").
+RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
+                Value limit) {
   RowInfo info;
-  info.start = g.toIndex(g.load(indptr, r));
-  info.end = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
+  Value s = g.toIndex(g.load(indptr, r));
+  Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
+  // Unsigned: a negative entry is huge and clamps to the limit.
+  info.start = g.minU(s, limit);
+  info.end = g.minU(e, limit);
+  info.end = g.select(g.cmpI(arith::CmpIPredicate::ult, info.end, info.start),
+                      info.start, info.end);
+  info.exact = g.andI(g.cmpI(arith::CmpIPredicate::eq, info.start, s),
+                      g.cmpI(arith::CmpIPredicate::eq, info.end, e));
   info.n = g.sub(info.end, info.start);
   info.budget = emitRowBudget(g, cfg, info.n);
   info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
@@ -90,7 +103,11 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   Value in = func.getArgument(2), out = func.getArgument(3);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  RowInfo row = rowInfo(g, ctx.config, indptr, r);
+  // The positions `in` holds (and `out`, when it is ragged too).
+  Value limit = g.divU(g.extent(in), g.idx(channels));
+  if (!isa<ReductionOpInterface>(op))
+    limit = g.minU(limit, g.divU(g.extent(out), g.idx(channels)));
+  RowInfo row = rowInfo(g, ctx.config, indptr, r, limit);
   auto elem = [&](Gen &x, Value p, int64_t c) {
     return x.add(x.mul(p, x.idx(channels)), x.idx(c));
   };
@@ -394,7 +411,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   SmallVector<Param> params = {
       {abi::kDenseIndptr.str(), true, i32},   {abi::kDenseIndices.str(), true, i32},
       {abi::kRows.str(), false, {}},              {scoreBuf, true, Float32Type::get(mctx)},
-      {abi::kSparseIndptr.str(), true, i32},  {abi::kSparseIndices.str(), true, i32}};
+      {abi::kSparseIndptr.str(), true, i32},  {abi::kSparseIndices.str(), true, i32},
+      {ctx.statusBuffer(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func =
       createKernel(ctx, b, loc, name, params, kTopKThreads);
@@ -406,23 +424,35 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value score = func.getArgument(3);
   Value sparsePtr = func.getArgument(4), sparse = func.getArgument(5);
+  Value status = func.getArgument(6);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   FlowConfigAttr cfg = ctx.config;
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  RowInfo row = rowInfo(g, cfg, indptr, r);
+  Value limit = g.minU(g.extent(dense), g.extent(score));
+  RowInfo row = rowInfo(g, cfg, indptr, r, limit);
   Value count = g.minI(row.n, row.budget);
 
   // This row's offset in the sparse list: the kept counts of earlier rows.
   Value partial =
       strided(g, g.idx(0), r, tid, kTopKThreads, {g.i32(0)},
               [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
-                RowInfo other = rowInfo(x, cfg, indptr, q);
+                RowInfo other = rowInfo(x, cfg, indptr, q, limit);
                 return {x.add(acc[0], x.toI32(x.minI(other.n, other.budget)))};
               })
           .getResult(0);
   Value offset = g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
   Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
+  // Guard: rows of a malformed indptr may overlap once clamped, and their
+  // kept counts then sum past sparse_kv_indices; such a row writes nothing.
+  // Uniform over the CTA (offset is a CTA-wide sum), so its barriers stay
+  // convergent.
+  Value fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
+                      g.extent(sparse));
+  Value startsAtZero = g.orI(
+      g.cmpI(arith::CmpIPredicate::ne, r, g.idx(0)),
+      g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, g.idx(0))),
+             g.idx(0)));
   g.ifThen(first, [&](Gen &x) {
     x.store(x.toI32(x.add(offset, count)), sparsePtr, x.add(r, x.idx(1)));
     x.ifThen(x.cmpI(arith::CmpIPredicate::eq, r, x.idx(0)),
@@ -435,7 +465,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
               return {};
             });
   };
-  g.ifElse(
+  g.ifThen(fits, [&](Gen &gf) {
+  gf.ifElse(
       row.needs, {},
       [&](Gen &x) -> SmallVector<Value> {
         copy(x, row.start, row.lo, offset);
@@ -608,6 +639,21 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
         copy(x, row.start, row.end, offset);
         return {};
       });
+  });
+  // Recorded last, when the sort's registers are free (recording it before
+  // the sort made ptxas spill in the 32-register top-k).
+  // The last row also checks the CSR's end against dense_kv_indices (the
+  // score kernels scored nothing if it differs).
+  Value rows = g.toIndex(func.getArgument(2));
+  Value endsRight = g.orI(
+      g.cmpI(arith::CmpIPredicate::ne, g.add(r, g.idx(1)), rows),
+      g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, rows)),
+             g.extent(dense)));
+  Value ok = g.andI(g.andI(fits, endsRight), g.andI(row.exact, startsAtZero));
+  g.ifThen(g.andI(first, g.notI(ok)), [&](Gen &y) {
+    y.recordStatus(status, abi::kBadIndptr,
+                   y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
+  });
   gpu::ReturnOp::create(b, loc);
 
   KernelRecord rec;
@@ -618,7 +664,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   rec.sharedBytes = kTopKCapacity * 8;
   rec.params = params;
   rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf};
-  rec.writes = {abi::kSparseIndptr.str(), abi::kSparseIndices.str()};
+  rec.writes = {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
+                ctx.statusBuffer()};
   ctx.abi.kernels.push_back(rec);
   return success();
 }

@@ -50,6 +50,22 @@ std::string FlowContext::allocScratch(Value v) {
   return name;
 }
 
+std::string FlowContext::statusBuffer() {
+  for (auto &[name, rec] : abi.tensors)
+    if (rec.role == Role::Status)
+      return name;
+  // Named apart from the flow's own tensors (a field may be called status).
+  std::string name = "status";
+  for (unsigned i = 0; abi.tensors.count(name); ++i)
+    name = "status" + std::to_string(i);
+  TensorRecord rec;
+  rec.role = Role::Status;
+  rec.elementType = IntegerType::get(flow.getContext(), 32);
+  rec.shape = {std::to_string(abi::kStatusWords)};
+  abi.tensors[name] = rec;
+  return name;
+}
+
 gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
                                                   OpBuilder &b, Location loc,
                                                   StringRef name,

@@ -691,6 +691,22 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   }
   for (const std::string &buf : bufferNames)
     params.push_back({buf, true, ctx.abi.tensors[buf].elementType});
+  // Guards (docs/gpu.md "Guards"): a kernel that addresses a paged tensor by
+  // block id, or reads the dense CSR, takes the status buffer and num_blocks
+  // last, so the leading parameters keep their places.
+  bool byBlock = !indexerSide ||
+                 llvm::any_of(stores, [](const PendingStore &st) {
+                   return st.byBlockId;
+                 }) ||
+                 llvm::any_of(inputs, [](Value v) {
+                   auto t = cast<VTensorType>(v.getType());
+                   return t.isPaged() || t.isSlotted();
+                 });
+  std::string statusBuf = ctx.statusBuffer();
+  unsigned statusArg = params.size();
+  params.push_back({statusBuf, true, i32});
+  if (byBlock)
+    params.push_back({abi::kNumBlocks.str(), false, {}});
 
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   builder = &b;
@@ -700,7 +716,12 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     if (p.isBuffer)
       buffers[StringRef(p.name)] = func.getArgument(i);
   Value scalarArg = func.getArgument(2 + (indexerSide ? 0 : -1));
+  Value status = func.getArgument(statusArg);
   Gen g = gen();
+  Value numBlocks =
+      byBlock ? g.toIndex(func.getArgument(statusArg + 1)) : Value();
+  Value lastBlock32 =
+      byBlock ? g.sub(func.getArgument(statusArg + 1), g.i32(1)) : Value();
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value nblk = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
@@ -801,6 +822,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
 
   // Phase 2: compute and store. `rowTiles` hold the per-row values.
   auto computeItem = [&](Value blockId, Value pos, Value row, Value active,
+                         Value blockOk,
                          const DenseMap<Value, TileRef> &loaded,
                          const DenseMap<Value, TileRef> &rowTiles) {
     Gen gi = gen();
@@ -836,20 +858,40 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       }
       values.push_back({t, materialize(*t)});
     }
+    // Stores by block id also need the id in range (blockOk), nested in the
+    // one predicated region (two sibling regions cost the saved-field
+    // kernel registers, and an occupancy step).
     gi.ifThen(active, [&](Gen &gs) {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(gs.b.getInsertionBlock(),
-                          gs.b.getInsertionPoint());
-      for (auto [st, tv] : llvm::zip(stores, values)) {
-        Value memref = buffers.lookup(StringRef(st.buffer));
-        Value at = st.byBlockId    ? blockId
-                   : st.batchedRow ? row
-                   : st.sharedRow  ? gs.idx(0)
-                                   : pos;
-        storeTile(*tv.first, tv.second, memref, at,
-                  cast<MemRefType>(memref.getType()).getElementType(),
-                  st.isScratch);
+      b.setInsertionPoint(gs.b.getInsertionBlock(), gs.b.getInsertionPoint());
+      auto emit = [&](Gen &ge, bool byId) {
+        for (auto [st, tv] : llvm::zip(stores, values)) {
+          if (st.byBlockId != byId)
+            continue;
+          Value memref = buffers.lookup(StringRef(st.buffer));
+          Value at = st.byBlockId    ? blockId
+                     : st.batchedRow ? row
+                     : st.sharedRow  ? ge.idx(0)
+                                     : pos;
+          storeTile(*tv.first, tv.second, memref, at,
+                    cast<MemRefType>(memref.getType()).getElementType(),
+                    st.isScratch);
+        }
+      };
+      emit(gs, false);
+      if (!llvm::any_of(stores,
+                        [](const PendingStore &s) { return s.byBlockId; }))
+        return;
+      if (!blockOk) {
+        emit(gs, true);
+        return;
       }
+      gs.ifThen(blockOk, [&](Gen &gb) {
+        OpBuilder::InsertionGuard guard2(b);
+        b.setInsertionPoint(gb.b.getInsertionBlock(),
+                            gb.b.getInsertionPoint());
+        emit(gb, true);
+      });
     });
     return true;
   };
@@ -858,7 +900,17 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   if (indexerSide) {
     Value indptr = func.getArgument(0), indices = func.getArgument(1);
     Value rows = g.toIndex(scalarArg);
-    Value total = g.toIndex(g.load(indptr, rows));
+    // The CSR's end must be the extent of dense_kv_indices (docs/contract.md);
+    // any other value is read as 0 (nothing is scored), so no position runs
+    // past the buffers sized by it. The top-k records it: a second use of
+    // the status buffer here kept its address live across the loop (three
+    // registers more, an occupancy step for the saved-field flows).
+    Value claimed = g.toIndex(g.load(indptr, rows));
+    Value totalOk =
+        g.cmpI(arith::CmpIPredicate::eq, claimed, g.extent(indices));
+    Value total = g.select(g.andI(totalOk, g.cmpI(arith::CmpIPredicate::ugt,
+                                                  rows, g.idx(0))),
+                           claimed, g.idx(0));
     Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
     Value chunk = g.ceilDiv(total, numGroups);
     Value s0 = g.mul(group, chunk);
@@ -979,7 +1031,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
         Value r = carried[0], cachedRow = carried[1];
         SmallVector<Value> carry(carried.drop_front(2));
         struct Item {
-          Value blockId, pos, row, active;
+          Value blockId, pos, row, active, blockOk;
           DenseMap<Value, TileRef> rowTiles, loaded;
         };
         SmallVector<Item> items(unroll);
@@ -990,7 +1042,26 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
           Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
           validOf.push_back(y.lt(s, sEnd));
           posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
-          items[u].blockId = y.toIndex(y.load(indices, posOf.back()));
+          Value raw = y.load(indices, posOf.back());
+          if (byBlock) {
+            // Guard: an id outside [0, num_blocks) (a negative one is huge
+            // unsigned) is recorded; the item reads the last block and
+            // stores nothing by block id. In i32 against num_blocks - 1
+            // alone: one live value, and the address math stays a 32-bit
+            // wide multiply.
+            items[u].blockOk =
+                y.cmpI(arith::CmpIPredicate::ule, raw, lastBlock32);
+            y.ifThen(y.andI(validOf.back(), y.notI(items[u].blockOk)),
+                     [&](Gen &z) {
+                       z.recordStatus(status, abi::kBadDenseIndex, raw,
+                                      posOf.back());
+                     });
+            // One umin: an id past the end reads the last block (the
+            // runtime refuses an empty pool with a non-empty CSR).
+            raw = y.minU(raw, lastBlock32);
+          }
+          raw = y.toIndex(raw);
+          items[u].blockId = raw;
           items[u].loaded = loadItem(items[u].blockId, posOf.back());
         }
         for (int64_t u = 0; u < unroll; ++u) {
@@ -1001,6 +1072,8 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
               b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
               [&](OpBuilder &nb, Location l, ValueRange args) {
                 Gen w{nb, l};
+                // Stops at the last row at the latest, even for a malformed
+                // indptr: indptr[rows] = total > sc (checked above).
                 Value next =
                     w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
                 scf::ConditionOp::create(
@@ -1078,7 +1151,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
         }
         for (Item &item : items)
           if (!computeItem(item.blockId, item.pos, item.row, item.active,
-                           item.loaded, item.rowTiles))
+                           item.blockOk, item.loaded, item.rowTiles))
             ok = false;
         SmallVector<Value> next = {r, cachedRow};
         llvm::append_range(next, carry);
@@ -1095,14 +1168,23 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       Gen y = gen();
       Value item = y.minU(group, y.sub(numNew, y.idx(1)));
       // A negative id is skipped (the loc form marks tokens that complete no
-      // block with -1): its group loads block 0 so shuffles stay convergent,
-      // and its stores are predicated off.
+      // block with -1); one >= num_blocks is skipped and recorded (the
+      // guard). Their group loads block 0 so shuffles stay convergent, and
+      // its stores are predicated off.
       Value blockId = y.toIndex(y.load(blockIds, item));
       Value isBlock = y.cmpI(arith::CmpIPredicate::sge, blockId, y.idx(0));
-      Value valid = y.andI(y.lt(group, numNew), isBlock);
-      blockId = y.select(isBlock, blockId, y.idx(0));
+      Value inRange = y.lt(blockId, numBlocks);
+      Value live = y.lt(group, numNew);
+      y.ifThen(y.andI(live, y.andI(isBlock, y.cmpI(arith::CmpIPredicate::sge,
+                                                   blockId, numBlocks))),
+               [&](Gen &z) {
+                 z.recordStatus(status, abi::kBadBlockId, blockId, item);
+               });
+      Value usable = y.andI(isBlock, inRange);
+      Value valid = y.andI(live, usable);
+      blockId = y.select(usable, blockId, y.idx(0));
       DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
-      if (!computeItem(blockId, item, item, valid, loaded,
+      if (!computeItem(blockId, item, item, valid, Value(), loaded,
                        DenseMap<Value, TileRef>()))
         ok = false;
     });
@@ -1139,6 +1221,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   } else {
     rec.reads.push_back(abi::kBlockIds.str());
   }
+  rec.writes.push_back(statusBuf);
   ctx.abi.kernels.push_back(rec);
   return success();
 }

@@ -15,7 +15,8 @@
 //   (scratch, launches)
 //   scratch  = [nbytes, ...]
 //   launches = [(func, (gx, gy, gz), (bx, by, bz), shared_bytes, params), ...]
-//   params   = [("arg", i), ("scratch", j, numel), ("i32", v), ("i64", v)]
+//   params   = [("arg", i), ("scratch", j, numel), ("ptr", address, numel),
+//               ("i32", v), ("i64", v)]
 //
 // which is converted once into a `Plan` holding no Python object. Every call
 // then allocates the scratch buffers from torch's caching allocator, patches
@@ -313,7 +314,8 @@ void pushDescriptor(Plan &plan, uint64_t ptr, int64_t numel) {
                     {ptr, ptr, 0, static_cast<uint64_t>(numel), 1});
 }
 
-// Appends one ("arg", i) / ("scratch", j, numel) / ("i32", v) / ("i64", v)
+// Appends one ("arg", i) / ("scratch", j, numel) / ("ptr", address, numel) /
+// ("i32", v) / ("i64", v)
 // parameter of a launch to `plan.slots`.
 void convertParam(Plan &plan, py::handle item, const std::string &what,
                   at::ArrayRef<c10::IValue> args) {
@@ -325,7 +327,7 @@ void convertParam(Plan &plan, py::handle item, const std::string &what,
     throw PlanError(what + " must start with a kind string, got " +
                     describe(item));
   std::string kind = py::cast<std::string>(param[0]);
-  size_t want = kind == "scratch" ? 3 : 2;
+  size_t want = kind == "scratch" || kind == "ptr" ? 3 : 2;
   if (length != want)
     throw PlanError(what + " must have " + std::to_string(want) +
                     " items, got " + describe(item));
@@ -349,6 +351,12 @@ void convertParam(Plan &plan, py::handle item, const std::string &what,
     plan.patches.push_back({slot, buffer});
     plan.patches.push_back({slot + 1, buffer});
     pushDescriptor(plan, 0, numel);
+  } else if (kind == "ptr") {
+    // A buffer the runtime owns for the flow's lifetime (the guards' status
+    // words): its address is part of the plan.
+    int64_t address = asInt(param[1], what + " address", 1, kMax64);
+    int64_t numel = asInt(param[2], what + " numel", 1, kMax64);
+    pushDescriptor(plan, static_cast<uint64_t>(address), numel);
   } else if (kind == "i32") {
     auto v = static_cast<int32_t>(
         asInt(param[1], what + " value", std::numeric_limits<int32_t>::min(),
@@ -361,7 +369,7 @@ void convertParam(Plan &plan, py::handle item, const std::string &what,
     plan.slots.push_back(static_cast<uint64_t>(v));
   } else {
     throw PlanError(what + " has unknown kind '" + kind +
-                    "' (expected arg, scratch, i32 or i64)");
+                    "' (expected arg, scratch, ptr, i32 or i64)");
   }
 }
 

@@ -49,13 +49,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // or kernel writes them.
 // CHECK: module attributes {gpu.container_module, vortex.manifest = {
 // CHECK-SAME: steps = {cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
-// CHECK-SAME: kernel = "lq_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "scale"}], reads = ["k", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
+// CHECK-SAME: kernel = "lq_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "scale"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}], reads = ["k", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids", "status"]}]
 // CHECK-SAME: writes = ["centroids"]}
 // CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
-// CHECK-SAME: kernel = "lq_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch1"}, {kind = "buffer", name = "w"}], reads = ["q", "w", "centroids", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch0", "scratch1"]}
+// CHECK-SAME: kernel = "lq_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch1"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}], reads = ["q", "w", "centroids", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch0", "scratch1", "status"]}
 // The compute_param gemm is its own (standalone) kernel: mean(q) and w in,
 // a batched [rows, 4, 1] out.
-// CHECK-SAME: kernel = "lq_indexer_w1", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch2"}, {kind = "buffer", name = "w"}], reads = ["scratch0", "w", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch2"]}
+// CHECK-SAME: kernel = "lq_indexer_w1", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch2"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "status"}], reads = ["scratch0", "w", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch2", "status"]}
 // CHECK-SAME: kernel = "lq_indexer_w2"
 // CHECK-SAME: kernel = "lq_indexer_topk"
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
@@ -65,7 +65,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 
 // CHECK: gpu.module @lq_kernels
 // CHECK: gpu.func @lq_indexer_w0(
-// CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[CEN:[^:]+]]: memref<?xbf16>, %[[Q:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xf32>, %{{[^:]+}}: memref<?xf32>, %[[W:[^:]+]]: memref<?xbf16>) kernel
+// CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[CEN:[^:]+]]: memref<?xbf16>, %[[Q:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xf32>, %{{[^:]+}}: memref<?xf32>, %[[W:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32) kernel
 // The per-row part, recomputed when the row changes: q at the row, then the
 // four rows of w at row 0 (row base 0 * 4 * 128).
 // CHECK: arith.cmpi ne
@@ -84,13 +84,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // CHECK: gpu.return
 
 // CHECK: gpu.func @lq_indexer_w1(
-// CHECK-SAME: %[[W1:[^:]+]]: memref<?xbf16>) kernel
+// CHECK-SAME: %[[W1:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xi32>) kernel
 // CHECK: vector.load %[[W1]]
 // CHECK: gpu.return
 
 // The cache kernel loads scale at row 0 for every completed block.
 // CHECK: gpu.func @lq_cache_w0(
-// CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[CF:[^:]+]]: memref<?xbf16>, %[[K:[^:]+]]: memref<?xbf16>, %[[SC:[^:]+]]: memref<?xbf16>) kernel
+// CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[CF:[^:]+]]: memref<?xbf16>, %[[K:[^:]+]]: memref<?xbf16>, %[[SC:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32) kernel
 // CHECK-COUNT-16: vector.load %[[K]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK-DAG: %[[Z2:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[S2:.+]] = arith.constant 128 : index

@@ -12,18 +12,18 @@
 // CHECK-SAME: flow = "gqa_quest_sparse_attention", source_hash = "{{[0-9a-f]{64}"}}
 // CHECK-SAME: steps = {cache = {args = ["k", "v", "max", "min", "block_ids"]
 // CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
-// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "max"}, {kind = "buffer", name = "min"}]
+// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "max"}, {kind = "buffer", name = "min"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
 // CHECK-SAME: reads = ["k", "block_ids"]
-// CHECK-SAME: writes = ["max", "min"]}]
+// CHECK-SAME: writes = ["max", "min", "status"]}]
 // CHECK-SAME: writes = ["max", "min"]}
 // CHECK-SAME: indexer = {args = ["q", "k", "v", "max", "min", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
 // CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
 // CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
-// CHECK-SAME: writes = ["scratch0"]
+// CHECK-SAME: writes = ["scratch0", "status"]
 // CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
 // CHECK-SAME: shared_bytes = 32768
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
 // CHECK-SAME: tensors = {
@@ -33,12 +33,13 @@
 // CHECK-SAME: scratch0 = {dtype = "f32", role = "scratch", shape = ["total", 1, 1]}
 // CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
 // CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
+// CHECK-SAME: status = {dtype = "i32", role = "status", shape = [4]}
 // CHECK-SAME: version = 2 : i64}}
 
 // CHECK: gpu.module @gqa_quest_sparse_attention_kernels
 // CHECK: gpu.func @gqa_quest_sparse_attention_indexer_w0(
 // CHECK-SAME: %[[INDPTR:[^:]+]]: memref<?xi32>, %[[INDICES:[^:]+]]: memref<?xi32>, %[[ROWS:[^:]+]]: i32,
-// CHECK-SAME: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>) kernel
+// CHECK-SAME: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xi32>, %{{.+}}: i32) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // Groups of 16 lanes own a block: lane = tid % 32, lane in group = lane % 16.
 // CHECK: gpu.thread_id x

@@ -1,0 +1,130 @@
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+
+// The guards (docs/gpu.md "Guards"): kernels that address a paged tensor by
+// block id check every id against num_blocks, kernels that read the dense
+// CSR clamp it, and a failed check is recorded in the runtime's status
+// buffer: no host synchronization, nothing read or written out of bounds.
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!rs = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @saved
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128], running = [1, 1])
+cache(%k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %cur = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  %last = vortex.load %running : !rs -> !s
+  %sum = vortex.add %last, %cur {alpha = 5.000000e-01 : f32, beta = 1.000000e+00 : f32} : (!s, !s) -> !s
+  vortex.save %sum into %running : !s into !rs
+  vortex.topk %sum into %o : !s into !o
+}
+
+// The manifest: one status tensor of 4 i32 words, written by every kernel;
+// kernels that gather by block id also take num_blocks.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: kernel = "saved_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
+// CHECK-SAME: writes = ["centroids", "status"]
+// CHECK-SAME: kernel = "saved_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "running"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
+// CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "buffer", name = "sparse_kv_indices"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: status = {dtype = "i32", role = "status", shape = [4]}
+
+// Score kernel. The CSR's end must equal the extent of dense_kv_indices,
+// else nothing is scored (the top-k records it).
+// CHECK-LABEL: gpu.func @saved_indexer_w0(
+// CHECK-SAME: %[[INDPTR:[^:]+]]: memref<?xi32>, %[[INDICES:[^:]+]]: memref<?xi32>, %[[ROWS:[^:]+]]: i32,
+// CHECK-SAME: %[[FIELD:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xf32>, %[[STATUS:[^:]+]]: memref<?xi32>, %[[NB:[^:]+]]: i32) kernel
+// CHECK: %[[LAST:.+]] = arith.subi %[[NB]], %c1_i32 : i32
+// CHECK: %[[EXT:.+]] = memref.dim %[[INDICES]]
+// CHECK: %[[TOK:.+]] = arith.cmpi eq, %{{.+}}, %[[EXT]] : index
+// CHECK: arith.select %{{.+}}, %{{.+}}, %c0
+// CHECK-NOT: memref.atomic_rmw ori %c4_i32
+// Each gathered id: outside [0, num_blocks) (unsigned: negatives too) is
+// flag 1; the item then reads the last block (one umin).
+// CHECK: %[[RAWID:.+]] = memref.load %[[INDICES]]
+// CHECK: %[[OK:.+]] = arith.cmpi ule, %[[RAWID]], %[[LAST]] : i32
+// CHECK: scf.if
+// CHECK: memref.atomic_rmw ori %c1_i32{{.*}}, %[[STATUS]][%{{.+}}] : (i32, memref<?xi32>) -> i32
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[STATUS]]
+// CHECK: %[[ID:.+]] = arith.minui %[[RAWID]], %[[LAST]] : i32
+// CHECK: arith.index_cast %[[ID]] : i32 to index
+// The score at the CSR position is stored for any id; the saved field only
+// for an id in range.
+// CHECK: scf.if
+// CHECK: memref.store %{{.+}}, %{{.+}} : memref<?xf32>
+// CHECK: scf.if %[[OK]]
+// CHECK: memref.store %{{.+}}, %[[FIELD]][%{{.+}}] : memref<?xbf16>
+// CHECK: gpu.return
+
+// Top-k: row bounds clamped to the extents of dense_kv_indices and the
+// scores; a row whose selection would not fit is not written; flag 4 (a
+// clamped or dropped row, indptr[0] != 0, or a CSR end other than the
+// extent of dense_kv_indices) is recorded last (before the sort, it made
+// the 32-register top-k spill).
+// CHECK-LABEL: gpu.func @saved_indexer_topk(
+// CHECK-SAME: %[[TSTATUS:[^:]+]]: memref<?xi32>) workgroup
+// CHECK: memref.dim
+// CHECK: memref.dim
+// CHECK: arith.minui
+// CHECK: gpu.barrier
+// CHECK: memref.atomic_rmw ori %c4_i32, %[[TSTATUS]]
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+
+// Cache kernel: a negative id is skipped quietly (the loc form), one >=
+// num_blocks is skipped and recorded (flag 2).
+// CHECK-LABEL: gpu.func @saved_cache_w0(
+// CHECK-SAME: %[[CSTATUS:[^:]+]]: memref<?xi32>, %[[CNBARG:[^:]+]]: i32) kernel
+// CHECK: %[[CNB:.+]] = arith.index_cast %[[CNBARG]] : i32 to index
+// CHECK: %[[CRAW:.+]] = memref.load
+// CHECK: %[[CID:.+]] = arith.index_cast %[[CRAW]] : i32 to index
+// CHECK: arith.cmpi sge, %[[CID]], %c0{{.*}} : index
+// CHECK: arith.cmpi slt, %[[CID]], %[[CNB]] : index
+// CHECK: arith.cmpi sge, %[[CID]], %[[CNB]] : index
+// CHECK: scf.if
+// CHECK: memref.atomic_rmw ori %c2_i32, %[[CSTATUS]]
+// CHECK: arith.select %{{.+}}, %[[CID]], %c0
+// CHECK: gpu.return
+
+// -----
+
+// A field named like the status buffer: the status buffer takes another
+// name.
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @named
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(status = [1, 128])
+cache(%k: !kv, %v: !kv, %status: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %status : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %status: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %status : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+// CHECK-LABEL: module attributes
+// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "buffer", name = "status0"}, {kind = "scalar", name = "num_blocks"}]
+// CHECK-SAME: status = {dtype = "bf16", role = "cache", shape = ["num_blocks", 1, 128]}
+// CHECK-SAME: status0 = {dtype = "i32", role = "status", shape = [4]}
