@@ -8,7 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Vortex/Pipelines/Pipelines.h"
-#include "Vortex/Transforms/GPUPasses.h"
+#include "Vortex/Conversion/Passes.h"
+#include "Vortex/Transforms/GPU/Passes.h"
 #include "Vortex/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -150,14 +151,13 @@ std::string vortex::findCUDAToolkit(StringRef requested) {
 
 void vortex::buildVortexNVVMLowerStage(
     OpPassManager &pm, const VortexNVVMPipelineOptions &options) {
-  // A flow that has not been through the GPU code generator yet: only when
-  // it is registered (the pass lives in another library and may be absent).
-  if (const PassInfo *toGPU = PassInfo::lookup("convert-vortex-to-gpu")) {
-    pm.addPass(createVortexFuse());
-    pm.addPass(createVortexPadToPow2());
-    pm.addPass(createVortexMaskPadding());
-    (void)toGPU->addToPipeline(pm, "", [](const Twine &) { return failure(); });
-  }
+  // A flow that has not been through the GPU code generator yet (the passes
+  // leave a module without flows unchanged). Linked, not looked up by name:
+  // the pipeline works without any pass registration.
+  pm.addPass(createVortexFuse());
+  pm.addPass(createVortexPadToPow2());
+  pm.addPass(createVortexMaskPadding());
+  pm.addPass(createConvertVortexToGPU());
 
   // Close MLIR 22's gaps before anything lowers to LLVM.
   OpPassManager &prepare = pm.nest<gpu::GPUModuleOp>();
@@ -232,9 +232,8 @@ void registerNVVMPipeline(StringRef arg, StringRef description,
 void vortex::registerVortexNVVMPipelines() {
   registerNVVMPipeline(
       "vortex-to-nvvm",
-      "Compile the kernels of gpu.modules (or vortex flows, when "
-      "convert-vortex-to-gpu is registered) to PTX in a gpu.binary (stages: "
-      "vortex-nvvm-stage-lower, -binary)",
+      "Compile vortex flows, or the kernels of gpu.modules, to PTX in a "
+      "gpu.binary (stages: vortex-nvvm-stage-lower, -binary)",
       buildVortexToNVVMPipeline);
   registerNVVMPipeline("vortex-nvvm-stage-lower",
                        "vortex-to-nvvm stage 1: kernels to the NVVM dialect",

@@ -4,7 +4,7 @@
 #include "Vortex/Conversion/Passes.h"
 #include "Vortex/Dialect/VortexDialect.h"
 #include "Vortex/Pipelines/Pipelines.h"
-#include "Vortex/Transforms/GPUPasses.h"
+#include "Vortex/Transforms/GPU/Passes.h"
 #include "Vortex/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -1,6 +1,6 @@
 //===- ScalarBuilder.cpp - Scalar IR helpers shared by the lowerings ------===//
 
-#include "Vortex/Conversion/ScalarBuilder.h"
+#include "Vortex/Conversion/Utils/ScalarBuilder.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 

@@ -8,7 +8,7 @@
 #ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 #define VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 
-#include "Vortex/Conversion/ScalarBuilder.h"
+#include "Vortex/Conversion/Utils/ScalarBuilder.h"
 #include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Dialect/VortexOps.h"
 

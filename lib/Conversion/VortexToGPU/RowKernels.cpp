@@ -295,21 +295,12 @@ namespace {
 /// below) and need no barrier; larger strides go through shared memory.
 constexpr int64_t kRegisterSortSize = 2048;
 
-/// The partner's key of a shuffle-xor exchange (64-bit as two halves).
+/// The partner's key of a shuffle-xor exchange. A 64-bit gpu.shuffle:
+/// MLIR 22's convert-gpu-to-nvvm splits it into two 32-bit shfl.sync.
 Value shuffleXor64(Gen &g, Value key, int64_t offset) {
-  Value lo = arith::TruncIOp::create(g.b, g.loc, g.b.getI32Type(), key);
-  Value hi = arith::TruncIOp::create(
-      g.b, g.loc, g.b.getI32Type(),
-      arith::ShRUIOp::create(g.b, g.loc, key, g.i64(32)));
-  auto shuffle = [&](Value v) {
-    return gpu::ShuffleOp::create(g.b, g.loc, v, static_cast<int32_t>(offset),
-                                  32, gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  };
-  Value plo = arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), shuffle(lo));
-  Value phi = arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), shuffle(hi));
-  return arith::OrIOp::create(
-      g.b, g.loc, arith::ShLIOp::create(g.b, g.loc, phi, g.i64(32)), plo);
+  return gpu::ShuffleOp::create(g.b, g.loc, key, static_cast<int32_t>(offset),
+                                32, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
 }
 
 /// Keeps the larger key at the lower index of descending blocks and the

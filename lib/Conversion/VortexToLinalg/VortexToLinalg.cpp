@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Vortex/Conversion/Passes.h"
-#include "Vortex/Conversion/ScalarBuilder.h"
+#include "Vortex/Conversion/Utils/ScalarBuilder.h"
 #include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Dialect/VortexOps.h"
 

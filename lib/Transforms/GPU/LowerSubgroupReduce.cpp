@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Vortex/Transforms/GPUPasses.h"
+#include "Vortex/Transforms/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
@@ -14,7 +14,7 @@
 
 namespace mlir::vortex {
 #define GEN_PASS_DEF_VORTEXGPULOWERSUBGROUPREDUCE
-#include "Vortex/Transforms/GPUPasses.h.inc"
+#include "Vortex/Transforms/GPU/Passes.h.inc"
 } // namespace mlir::vortex
 
 using namespace mlir;

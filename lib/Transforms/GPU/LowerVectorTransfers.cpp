@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Vortex/Transforms/GPUPasses.h"
+#include "Vortex/Transforms/GPU/Passes.h"
 
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
@@ -17,7 +17,7 @@
 
 namespace mlir::vortex {
 #define GEN_PASS_DEF_VORTEXGPULOWERVECTORTRANSFERS
-#include "Vortex/Transforms/GPUPasses.h.inc"
+#include "Vortex/Transforms/GPU/Passes.h.inc"
 } // namespace mlir::vortex
 
 using namespace mlir;

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef VORTEX_CONVERSION_SCALARBUILDER_H
-#define VORTEX_CONVERSION_SCALARBUILDER_H
+#ifndef VORTEX_CONVERSION_UTILS_SCALARBUILDER_H
+#define VORTEX_CONVERSION_UTILS_SCALARBUILDER_H
 
 #include "Vortex/Dialect/VortexDialect.h"
 
@@ -77,4 +77,4 @@ Value emitBinary(ScalarBuilder &s, BinaryKind kind, Value x, Value y,
 
 } // namespace mlir::vortex
 
-#endif // VORTEX_CONVERSION_SCALARBUILDER_H
+#endif // VORTEX_CONVERSION_UTILS_SCALARBUILDER_H

@@ -1,12 +1,12 @@
-//===- GPUPasses.td - Vortex GPU gap-closing passes --------*- tablegen -*-===//
+//===- Passes.td - Vortex GPU gap-closing passes -----------*- tablegen -*-===//
 //
 // Passes that close the gaps of MLIR 22.1.8's NVVM lowering for the kernels
 // convert-vortex-to-gpu emits (see docs/gpu.md and the toolchain notes).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef VORTEX_TRANSFORMS_GPUPASSES_TD
-#define VORTEX_TRANSFORMS_GPUPASSES_TD
+#ifndef VORTEX_TRANSFORMS_GPU_PASSES_TD
+#define VORTEX_TRANSFORMS_GPU_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -80,4 +80,4 @@ def VortexGPULowerVectorTransfers : Pass<"vortex-gpu-lower-vector-transfers"> {
   ];
 }
 
-#endif // VORTEX_TRANSFORMS_GPUPASSES_TD
+#endif // VORTEX_TRANSFORMS_GPU_PASSES_TD

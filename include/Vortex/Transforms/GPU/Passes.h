@@ -1,12 +1,12 @@
-//===- GPUPasses.h - Vortex GPU gap-closing passes --------------*- C++ -*-===//
+//===- Passes.h - Vortex GPU gap-closing passes -----------------*- C++ -*-===//
 //
 // Passes that make the kernels of convert-vortex-to-gpu lower through MLIR
 // 22.1.8's convert-gpu-to-nvvm (see docs/gpu.md).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef VORTEX_TRANSFORMS_GPUPASSES_H
-#define VORTEX_TRANSFORMS_GPUPASSES_H
+#ifndef VORTEX_TRANSFORMS_GPU_PASSES_H
+#define VORTEX_TRANSFORMS_GPU_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -19,11 +19,11 @@
 namespace mlir::vortex {
 
 #define GEN_PASS_DECL
-#include "Vortex/Transforms/GPUPasses.h.inc"
+#include "Vortex/Transforms/GPU/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "Vortex/Transforms/GPUPasses.h.inc"
+#include "Vortex/Transforms/GPU/Passes.h.inc"
 
 } // namespace mlir::vortex
 
-#endif // VORTEX_TRANSFORMS_GPUPASSES_H
+#endif // VORTEX_TRANSFORMS_GPU_PASSES_H
