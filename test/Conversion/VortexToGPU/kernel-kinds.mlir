@@ -1,0 +1,141 @@
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="threads=128 ctas-per-sm=2" | FileCheck %s --check-prefix=OPT
+
+// One small hand-written flow per kernel kind of convert-vortex-to-gpu
+// (docs/gpu.md, "Kernel structure"): the persistent score kernel, a scan
+// (softmax) and a cross-block reduction (dim 0) as per-row kernels, an
+// elementwise consumer of both, the top-k, the cache kernel; then a flow
+// whose transpose forces the narrow mode. The whole shipped flows are
+// tested in quest.mlir and params.mlir, the guards in guards.mlir.
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!sb = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+vortex.flow @scans
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  %p = vortex.softmax %s {scale = 1.000000e+00 : f32} : !s -> !s
+  %mu = vortex.mean %p {dim = 0 : i64} : !s -> !sb
+  %d = vortex.add %p, %mu {alpha = 1.000000e+00 : f32, beta = -1.000000e+00 : f32} : (!s, !sb) -> !s
+  vortex.topk %d into %o : !s into !o
+}
+
+// Launch order and grid kinds.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "scans_cache_w0"
+// CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w0"
+// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s1"
+// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s2"
+// CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w3"
+// CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_topk"
+// Options: 128 threads are 4 warps of 2 groups of 16 lanes (8 blocks per
+// CTA of the cache kernel); 2 CTAs per SM for the persistent kernels.
+// OPT-LABEL: module attributes
+// OPT-SAME: {block = [128, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 8 : i64}, kernel = "scans_cache_w0"
+// OPT-SAME: {block = [128, 1, 1], grid = {ctas_per_sm = 2 : i64, kind = "persistent"}, kernel = "scans_indexer_w0"
+// OPT: gpu.func @scans_indexer_w0({{.*}}known_block_size = array<i32: 128, 1, 1>
+
+// Score: groups of 16 lanes per block, 16-byte loads of the centroids, a
+// clustered reduction over the group.
+// CHECK-LABEL: gpu.func @scans_indexer_w0(
+// CHECK: arith.remui %{{.+}}, %c16 : index
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 16) : (f32) -> f32
+// CHECK: gpu.return
+
+// Softmax: one CTA per row; bounds clamped to the scratch extents; a
+// CTA-wide max, exp, a CTA-wide sum.
+// CHECK-LABEL: gpu.func @scans_indexer_s1(
+// CHECK: memref.dim
+// CHECK: arith.minui
+// CHECK: gpu.all_reduce maximumf
+// CHECK: math.exp
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.return
+
+// Mean over the row's blocks (dim 0): a CTA-wide sum, divided by the count,
+// stored once per row (by thread 0).
+// CHECK-LABEL: gpu.func @scans_indexer_s2(
+// CHECK: gpu.all_reduce add
+// CHECK: arith.divf
+// CHECK: scf.if
+// CHECK: memref.store
+// CHECK: gpu.return
+
+// The elementwise consumer of a ragged and a batched value: a score kernel
+// without a gathered block (no num_blocks parameter).
+// CHECK-LABEL: gpu.func @scans_indexer_w3(
+// CHECK-SAME: memref<?xf32>, %{{[^:]+}}: memref<?xi32>) kernel
+// alpha * p + beta * mu:
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: gpu.return
+
+// Top-k: 1024 threads, 64-bit keys sorted in shared memory and registers;
+// register stages exchange keys with a 64-bit shuffle (upstream splits it
+// into two 32-bit ones).
+// CHECK-LABEL: gpu.func @scans_indexer_topk(
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>
+// CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
+// CHECK: gpu.barrier
+// CHECK: gpu.return
+
+// Cache: one group per completed block, its 16 rows loaded as vectors.
+// CHECK-LABEL: gpu.func @scans_cache_w0(
+// CHECK-COUNT-16: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: vector.store
+// CHECK: gpu.return
+
+// -----
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!ct = !vortex.vtensor<?x128x1xbf16, #vortex.format<ragged>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @narrow
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %t = vortex.transpose %centroids : !c -> !ct
+  %s = vortex.sum %t {dim = 1 : i64} : !ct -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// The transpose cannot be done across the lanes of a group: the score
+// kernel is emitted in narrow mode, one lane per block (lane in group =
+// lane % 1), each lane reading a whole 128-element row, and no cross-lane
+// reduction. The cache kernel keeps its groups of 16.
+// CHECK-LABEL: gpu.func @narrow_indexer_w0(
+// CHECK: arith.remui %{{.+}}, %c1 : index
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<128xbf16>
+// CHECK-NOT: gpu.subgroup_reduce
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @narrow_cache_w0(
+// CHECK: arith.remui %{{.+}}, %c16 : index
