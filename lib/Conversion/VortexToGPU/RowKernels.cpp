@@ -76,6 +76,105 @@ scf::ForOp strided(Gen &g, Value lo, Value hi, Value tid, int64_t threads,
 
 } // namespace
 
+namespace {
+/// One channel `c` of a row scan (softmax, normalize, conv1d) over the
+/// row's scored range, one CTA of `threads` per row.
+struct ScanRow {
+  Value in, out, tid;
+  RowInfo row;
+  int64_t channels, d1, threads;
+};
+
+void emitScanChannel(Gen &x, Operation *op, const ScanRow &S, int64_t c) {
+  Value in = S.in, out = S.out, tid = S.tid;
+  const RowInfo &row = S.row;
+  int64_t d1 = S.d1, threads = S.threads, channels = S.channels;
+  auto elem = [&](Gen &y, Value p, int64_t ch) {
+    return y.add(y.mul(p, y.idx(channels)), y.idx(ch));
+  };
+  TypeSwitch<Operation *>(op)
+      .Case<SoftmaxOp>([&](SoftmaxOp sm) {
+        double scale = sm.getScale().convertToDouble();
+        Value m = strided(x, row.lo, row.hi, tid, threads,
+                          {x.f32(-1e30)},
+                          [&](Gen &y, Value p, ValueRange acc)
+                              -> SmallVector<Value> {
+                            Value v = y.mulF(y.load(in, elem(y, p, c)),
+                                             y.f32(scale));
+                            return {y.maxF(acc[0], v)};
+                          })
+                      .getResult(0);
+        m = ctaReduce(x, m, gpu::AllReduceOperation::MAXIMUMF);
+        Value sum =
+            strided(x, row.lo, row.hi, tid, threads, {x.f32(0.0)},
+                    [&](Gen &y, Value p, ValueRange acc)
+                        -> SmallVector<Value> {
+                      Value v = y.mulF(y.load(in, elem(y, p, c)),
+                                       y.f32(scale));
+                      return {y.addF(acc[0],
+                                     math::ExpOp::create(
+                                         y.b, y.loc, y.subF(v, m)))};
+                    })
+                .getResult(0);
+        sum = ctaReduce(x, sum, gpu::AllReduceOperation::ADD);
+        strided(x, row.lo, row.hi, tid, threads, {},
+                [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
+                  Value v = y.mulF(y.load(in, elem(y, p, c)),
+                                   y.f32(scale));
+                  Value e = math::ExpOp::create(y.b, y.loc,
+                                                y.subF(v, m));
+                  y.store(y.divF(e, sum), out, elem(y, p, c));
+                  return {};
+                });
+      })
+      .Case<NormalizeOp>([&](NormalizeOp) {
+        Value ss =
+            strided(x, row.lo, row.hi, tid, threads, {x.f32(0.0)},
+                    [&](Gen &y, Value p, ValueRange acc)
+                        -> SmallVector<Value> {
+                      Value v = y.load(in, elem(y, p, c));
+                      return {y.addF(acc[0], y.mulF(v, v))};
+                    })
+                .getResult(0);
+        ss = ctaReduce(x, ss, gpu::AllReduceOperation::ADD);
+        Value norm = x.maxF(math::SqrtOp::create(x.b, x.loc, ss),
+                            x.f32(1e-12));
+        strided(x, row.lo, row.hi, tid, threads, {},
+                [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
+                  y.store(y.divF(y.load(in, elem(y, p, c)), norm), out,
+                          elem(y, p, c));
+                  return {};
+                });
+      })
+      .Case<Conv1dOp>([&](Conv1dOp conv) {
+        auto w = cast<DenseElementsAttr>(conv.getWeight());
+        auto wType = cast<ShapedType>(w.getType());
+        auto weights = llvm::to_vector(w.getValues<float>());
+        int64_t taps = wType.getDimSize(0);
+        int64_t ci = c / d1, cj = c % d1;
+        bool real = ci < wType.getDimSize(1) && cj < wType.getDimSize(2);
+        strided(x, row.lo, row.hi, tid, threads, {},
+                [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
+                  Value acc = y.f32(0.0);
+                  for (int64_t k = 0; real && k < taps; ++k) {
+                    double wk = weights[(k * wType.getDimSize(1) + ci) *
+                                            wType.getDimSize(2) +
+                                        cj];
+                    // Zero before the segment start.
+                    Value ok = y.cmpI(arith::CmpIPredicate::sge,
+                                      y.sub(p, y.idx(k)), row.lo);
+                    Value src = y.maxI(y.sub(p, y.idx(k)), row.lo);
+                    Value v = y.load(in, elem(y, src, c));
+                    acc = y.addF(acc, y.select(ok, y.mulF(v, y.f32(wk)),
+                                               y.f32(0.0)));
+                  }
+                  y.store(acc, out, elem(y, p, c));
+                  return {};
+                });
+      });
+}
+} // namespace
+
 LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
                                                       Operation *op,
                                                       StringRef name) {
@@ -152,88 +251,10 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
               return {};
             });
     gpu::BarrierOp::create(b, loc);
+    ScanRow scan{in, out, tid, row, channels, d1, threads};
     g.ifThen(row.needs, [&](Gen &x) {
       for (int64_t c = 0; c < channels; ++c) {
-        TypeSwitch<Operation *>(op)
-            .Case<SoftmaxOp>([&](SoftmaxOp sm) {
-              double scale = sm.getScale().convertToDouble();
-              Value m = strided(x, row.lo, row.hi, tid, threads,
-                                {x.f32(-1e30)},
-                                [&](Gen &y, Value p, ValueRange acc)
-                                    -> SmallVector<Value> {
-                                  Value v = y.mulF(y.load(in, elem(y, p, c)),
-                                                   y.f32(scale));
-                                  return {y.maxF(acc[0], v)};
-                                })
-                            .getResult(0);
-              m = ctaReduce(x, m, gpu::AllReduceOperation::MAXIMUMF);
-              Value sum =
-                  strided(x, row.lo, row.hi, tid, threads, {x.f32(0.0)},
-                          [&](Gen &y, Value p, ValueRange acc)
-                              -> SmallVector<Value> {
-                            Value v = y.mulF(y.load(in, elem(y, p, c)),
-                                             y.f32(scale));
-                            return {y.addF(acc[0],
-                                           math::ExpOp::create(
-                                               y.b, y.loc, y.subF(v, m)))};
-                          })
-                      .getResult(0);
-              sum = ctaReduce(x, sum, gpu::AllReduceOperation::ADD);
-              strided(x, row.lo, row.hi, tid, threads, {},
-                      [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
-                        Value v = y.mulF(y.load(in, elem(y, p, c)),
-                                         y.f32(scale));
-                        Value e = math::ExpOp::create(y.b, y.loc,
-                                                      y.subF(v, m));
-                        y.store(y.divF(e, sum), out, elem(y, p, c));
-                        return {};
-                      });
-            })
-            .Case<NormalizeOp>([&](NormalizeOp) {
-              Value ss =
-                  strided(x, row.lo, row.hi, tid, threads, {x.f32(0.0)},
-                          [&](Gen &y, Value p, ValueRange acc)
-                              -> SmallVector<Value> {
-                            Value v = y.load(in, elem(y, p, c));
-                            return {y.addF(acc[0], y.mulF(v, v))};
-                          })
-                      .getResult(0);
-              ss = ctaReduce(x, ss, gpu::AllReduceOperation::ADD);
-              Value norm = x.maxF(math::SqrtOp::create(x.b, x.loc, ss),
-                                  x.f32(1e-12));
-              strided(x, row.lo, row.hi, tid, threads, {},
-                      [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
-                        y.store(y.divF(y.load(in, elem(y, p, c)), norm), out,
-                                elem(y, p, c));
-                        return {};
-                      });
-            })
-            .Case<Conv1dOp>([&](Conv1dOp conv) {
-              auto w = cast<DenseElementsAttr>(conv.getWeight());
-              auto wType = cast<ShapedType>(w.getType());
-              auto weights = llvm::to_vector(w.getValues<float>());
-              int64_t taps = wType.getDimSize(0);
-              int64_t ci = c / d1, cj = c % d1;
-              bool real = ci < wType.getDimSize(1) && cj < wType.getDimSize(2);
-              strided(x, row.lo, row.hi, tid, threads, {},
-                      [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
-                        Value acc = y.f32(0.0);
-                        for (int64_t k = 0; real && k < taps; ++k) {
-                          double wk = weights[(k * wType.getDimSize(1) + ci) *
-                                                  wType.getDimSize(2) +
-                                              cj];
-                          // Zero before the segment start.
-                          Value ok = y.cmpI(arith::CmpIPredicate::sge,
-                                            y.sub(p, y.idx(k)), row.lo);
-                          Value src = y.maxI(y.sub(p, y.idx(k)), row.lo);
-                          Value v = y.load(in, elem(y, src, c));
-                          acc = y.addF(acc, y.select(ok, y.mulF(v, y.f32(wk)),
-                                                     y.f32(0.0)));
-                        }
-                        y.store(acc, out, elem(y, p, c));
-                        return {};
-                      });
-            });
+        emitScanChannel(x, op, scan, c);
       }
     });
   }
@@ -389,6 +410,156 @@ void emitRegisterBitonic(Gen &g, Value keys, Value tid,
 }
 } // namespace
 
+namespace {
+
+/// A row's selection: its keys buffer, the scores and block ids it reads,
+/// where it writes, and the row's scored range [lo, lo + m), k kept.
+struct SortRow {
+  Value keys, score, dense, sparse, tid, first;
+  Value lo, m, k, offset;
+  int64_t bos;
+};
+
+/// Rows of up to kTopKCapacity scored blocks: a bitonic sort of the keys in
+/// shared memory (pair-indexed stages, one compare-exchange per thread),
+/// then the k best are written.
+void emitSharedBitonic(Gen &y, const SortRow &R) {
+  Value keys = R.keys, score = R.score, dense = R.dense, sparse = R.sparse;
+  Value tid = R.tid, m = R.m, k = R.k, offset = R.offset;
+  int64_t bos = R.bos;
+  // P = next power of two >= m.
+  auto pw = scf::WhileOp::create(
+      y.b, y.loc, TypeRange{y.b.getIndexType()},
+      ValueRange{y.idx(1)},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        scf::ConditionOp::create(nb, l, w.lt(a[0], m), a);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        scf::YieldOp::create(nb, l, w.mul(a[0], w.idx(2)));
+      });
+  Value P = pw.getResult(0);
+  strided(y, y.idx(0), P, tid, kTopKThreads, {},
+          [&](Gen &z, Value i, ValueRange) -> SmallVector<Value> {
+            Value real = z.lt(i, m);
+            Value safe = z.minI(i, z.sub(m, z.idx(1)));
+            Value s = z.load(score, z.add(R.lo, safe));
+            Value key = z.select(real, sortKey(z, s, i),
+                                 z.i64(0));
+            memref::StoreOp::create(z.b, z.loc, key, keys,
+                                    ValueRange{i});
+            return {};
+          });
+  gpu::BarrierOp::create(y.b, y.loc);
+  // Bitonic sort, descending.
+  scf::WhileOp::create(
+      y.b, y.loc, TypeRange{y.b.getIndexType()},
+      ValueRange{y.idx(2)},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        scf::ConditionOp::create(
+            nb, l, w.cmpI(arith::CmpIPredicate::ule, a[0], P), a);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        Value size = a[0];
+        scf::WhileOp::create(
+            nb, l, TypeRange{nb.getIndexType()},
+            ValueRange{w.divU(size, w.idx(2))},
+            [&](OpBuilder &nb2, Location l2, ValueRange c) {
+              Gen w2{nb2, l2};
+              scf::ConditionOp::create(
+                  nb2, l2,
+                  w2.cmpI(arith::CmpIPredicate::ugt, c[0],
+                          w2.idx(0)),
+                  c);
+            },
+            [&](OpBuilder &nb2, Location l2, ValueRange c) {
+              Gen w2{nb2, l2};
+              Value stride = c[0];
+              strided(w2, w2.idx(0), w2.divU(P, w2.idx(2)), tid,
+                      kTopKThreads, {},
+                      [&](Gen &z, Value t, ValueRange)
+                          -> SmallVector<Value> {
+                        compareExchange(z, keys, t, stride, size);
+                        return {};
+                      });
+              gpu::BarrierOp::create(nb2, l2);
+              scf::YieldOp::create(nb2, l2,
+                                   w2.divU(stride, w2.idx(2)));
+            });
+        scf::YieldOp::create(nb, l, w.mul(size, w.idx(2)));
+      });
+  strided(y, y.idx(0), k, tid, kTopKThreads, {},
+          [&](Gen &z, Value j, ValueRange) -> SmallVector<Value> {
+            Value key = memref::LoadOp::create(z.b, z.loc, keys,
+                                               ValueRange{j});
+            Value i = positionOfKey(z, key);
+            z.store(z.load(dense, z.add(R.lo, i)), sparse,
+                    z.add(offset, z.add(z.idx(bos), j)));
+            return {};
+          });
+}
+
+/// Longer rows: one CTA-wide maximum per pick, each below the previous
+/// pick's key (slow, correct).
+void emitArgmaxSelection(Gen &y, const SortRow &R) {
+  Value keys = R.keys, score = R.score, dense = R.dense, sparse = R.sparse;
+  Value tid = R.tid, first = R.first, m = R.m, k = R.k, offset = R.offset;
+  int64_t bos = R.bos;
+  // Rows longer than the shared-memory capacity: one CTA-wide
+  // maximum per pick, each below the previous pick's key.
+  y.forLoop(
+      y.idx(0), k, {y.i64(-1)},
+      [&](Gen &z, Value j, ValueRange prev) -> SmallVector<Value> {
+        Value local =
+            strided(z, z.idx(0), m, tid, kTopKThreads,
+                    {z.i64(0)},
+                    [&](Gen &u, Value i, ValueRange acc)
+                        -> SmallVector<Value> {
+                      Value key = sortKey(
+                          u, u.load(score, u.add(R.lo, i)), i);
+                      Value ok = u.cmpI(arith::CmpIPredicate::ult,
+                                        key, prev[0]);
+                      Value better = u.cmpI(
+                          arith::CmpIPredicate::ugt, key, acc[0]);
+                      return {u.select(u.andI(ok, better), key,
+                                       acc[0])};
+                    })
+                .getResult(0);
+        // CTA maximum through shared memory (a tree).
+        memref::StoreOp::create(z.b, z.loc, local, keys,
+                                ValueRange{tid});
+        gpu::BarrierOp::create(z.b, z.loc);
+        for (int64_t half = kTopKThreads / 2; half > 0;
+             half /= 2) {
+          z.ifThen(z.lt(tid, z.idx(half)), [&](Gen &u) {
+            Value a0 = memref::LoadOp::create(u.b, u.loc, keys,
+                                              ValueRange{tid});
+            Value a1 = memref::LoadOp::create(
+                u.b, u.loc, keys,
+                ValueRange{u.add(tid, u.idx(half))});
+            memref::StoreOp::create(
+                u.b, u.loc, arith::MaxUIOp::create(u.b, u.loc, a0, a1),
+                keys, ValueRange{tid});
+          });
+          gpu::BarrierOp::create(z.b, z.loc);
+        }
+        Value best = memref::LoadOp::create(z.b, z.loc, keys,
+                                            ValueRange{z.idx(0)});
+        gpu::BarrierOp::create(z.b, z.loc);
+        z.ifThen(first, [&](Gen &u) {
+          Value i = positionOfKey(u, best);
+          u.store(u.load(dense, u.add(R.lo, i)), sparse,
+                  u.add(offset, u.add(u.idx(bos), j)));
+        });
+        return {best};
+      });
+}
+
+} // namespace
+
 LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                                                    Operation *op,
                                                    StringRef name) {
@@ -469,6 +640,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                             x.idx(kTopKCapacity));
         Value small = x.cmpI(arith::CmpIPredicate::sle, m,
                              x.idx(kRegisterSortSize));
+        SortRow sortRow{keys, score, dense, sparse, tid,
+                        first, row.lo, m, k, offset, bos};
         auto emitOutput = [&](Gen &z) {
           strided(z, z.idx(0), k, tid, kTopKThreads, {},
                   [&](Gen &u, Value j, ValueRange) -> SmallVector<Value> {
@@ -496,130 +669,11 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
         y0.ifElse(
             fits, {},
             [&](Gen &y) -> SmallVector<Value> {
-              // P = next power of two >= m.
-              auto pw = scf::WhileOp::create(
-                  y.b, y.loc, TypeRange{y.b.getIndexType()},
-                  ValueRange{y.idx(1)},
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Gen w{nb, l};
-                    scf::ConditionOp::create(nb, l, w.lt(a[0], m), a);
-                  },
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Gen w{nb, l};
-                    scf::YieldOp::create(nb, l, w.mul(a[0], w.idx(2)));
-                  });
-              Value P = pw.getResult(0);
-              strided(y, y.idx(0), P, tid, kTopKThreads, {},
-                      [&](Gen &z, Value i, ValueRange) -> SmallVector<Value> {
-                        Value real = z.lt(i, m);
-                        Value safe = z.minI(i, z.sub(m, z.idx(1)));
-                        Value s = z.load(score, z.add(row.lo, safe));
-                        Value key = z.select(real, sortKey(z, s, i),
-                                             z.i64(0));
-                        memref::StoreOp::create(z.b, z.loc, key, keys,
-                                                ValueRange{i});
-                        return {};
-                      });
-              gpu::BarrierOp::create(y.b, y.loc);
-              // Bitonic sort, descending.
-              scf::WhileOp::create(
-                  y.b, y.loc, TypeRange{y.b.getIndexType()},
-                  ValueRange{y.idx(2)},
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Gen w{nb, l};
-                    scf::ConditionOp::create(
-                        nb, l, w.cmpI(arith::CmpIPredicate::ule, a[0], P), a);
-                  },
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Gen w{nb, l};
-                    Value size = a[0];
-                    scf::WhileOp::create(
-                        nb, l, TypeRange{nb.getIndexType()},
-                        ValueRange{w.divU(size, w.idx(2))},
-                        [&](OpBuilder &nb2, Location l2, ValueRange c) {
-                          Gen w2{nb2, l2};
-                          scf::ConditionOp::create(
-                              nb2, l2,
-                              w2.cmpI(arith::CmpIPredicate::ugt, c[0],
-                                      w2.idx(0)),
-                              c);
-                        },
-                        [&](OpBuilder &nb2, Location l2, ValueRange c) {
-                          Gen w2{nb2, l2};
-                          Value stride = c[0];
-                          strided(w2, w2.idx(0), w2.divU(P, w2.idx(2)), tid,
-                                  kTopKThreads, {},
-                                  [&](Gen &z, Value t, ValueRange)
-                                      -> SmallVector<Value> {
-                                    compareExchange(z, keys, t, stride, size);
-                                    return {};
-                                  });
-                          gpu::BarrierOp::create(nb2, l2);
-                          scf::YieldOp::create(nb2, l2,
-                                               w2.divU(stride, w2.idx(2)));
-                        });
-                    scf::YieldOp::create(nb, l, w.mul(size, w.idx(2)));
-                  });
-              strided(y, y.idx(0), k, tid, kTopKThreads, {},
-                      [&](Gen &z, Value j, ValueRange) -> SmallVector<Value> {
-                        Value key = memref::LoadOp::create(z.b, z.loc, keys,
-                                                           ValueRange{j});
-                        Value i = positionOfKey(z, key);
-                        z.store(z.load(dense, z.add(row.lo, i)), sparse,
-                                z.add(offset, z.add(z.idx(bos), j)));
-                        return {};
-                      });
+              emitSharedBitonic(y, sortRow);
               return {};
             },
             [&](Gen &y) -> SmallVector<Value> {
-              // Rows longer than the shared-memory capacity: one CTA-wide
-              // maximum per pick, each below the previous pick's key.
-              y.forLoop(
-                  y.idx(0), k, {y.i64(-1)},
-                  [&](Gen &z, Value j, ValueRange prev) -> SmallVector<Value> {
-                    Value local =
-                        strided(z, z.idx(0), m, tid, kTopKThreads,
-                                {z.i64(0)},
-                                [&](Gen &u, Value i, ValueRange acc)
-                                    -> SmallVector<Value> {
-                                  Value key = sortKey(
-                                      u, u.load(score, u.add(row.lo, i)), i);
-                                  Value ok = u.cmpI(arith::CmpIPredicate::ult,
-                                                    key, prev[0]);
-                                  Value better = u.cmpI(
-                                      arith::CmpIPredicate::ugt, key, acc[0]);
-                                  return {u.select(u.andI(ok, better), key,
-                                                   acc[0])};
-                                })
-                            .getResult(0);
-                    // CTA maximum through shared memory (a tree).
-                    memref::StoreOp::create(z.b, z.loc, local, keys,
-                                            ValueRange{tid});
-                    gpu::BarrierOp::create(z.b, z.loc);
-                    for (int64_t half = kTopKThreads / 2; half > 0;
-                         half /= 2) {
-                      z.ifThen(z.lt(tid, z.idx(half)), [&](Gen &u) {
-                        Value a0 = memref::LoadOp::create(u.b, u.loc, keys,
-                                                          ValueRange{tid});
-                        Value a1 = memref::LoadOp::create(
-                            u.b, u.loc, keys,
-                            ValueRange{u.add(tid, u.idx(half))});
-                        memref::StoreOp::create(
-                            u.b, u.loc, arith::MaxUIOp::create(u.b, u.loc, a0, a1),
-                            keys, ValueRange{tid});
-                      });
-                      gpu::BarrierOp::create(z.b, z.loc);
-                    }
-                    Value best = memref::LoadOp::create(z.b, z.loc, keys,
-                                                        ValueRange{z.idx(0)});
-                    gpu::BarrierOp::create(z.b, z.loc);
-                    z.ifThen(first, [&](Gen &u) {
-                      Value i = positionOfKey(u, best);
-                      u.store(u.load(dense, u.add(row.lo, i)), sparse,
-                              u.add(offset, u.add(u.idx(bos), j)));
-                    });
-                    return {best};
-                  });
+              emitArgmaxSelection(y, sortRow);
               return {};
             });
               return {};

@@ -40,6 +40,17 @@ struct Tile {
   int64_t width() const { return distributed ? perLane : d1; }
 };
 
+struct PendingStore {
+  Value value;        // the vortex value whose tile is stored
+  std::string buffer; // destination buffer
+  bool byBlockId;     // paged field row (else CSR position / batched row)
+  bool batchedRow;    // batched scratch: at the item's row
+  bool sharedRow;     // parameter-format scratch: at row 0
+  bool isScratch;
+  std::optional<double> fill; // vortex.fill
+  VTensorType fillType;
+};
+
 class TileKernel {
 public:
   TileKernel(FlowContext &ctx, Operation *root, bool indexerSide)
@@ -131,6 +142,53 @@ private:
   SmallVector<Value> materialize(const Tile &t);
 
   LogicalResult emitAttempt(StringRef name, bool narrow, bool &retry);
+
+  // One emission attempt, in order: the kernel's inputs and stores, its
+  // parameters, the per-row part, then the body of either side.
+  void collectIO();
+  LogicalResult buildParams(SmallVector<Param> &params,
+                            SmallVector<std::string> &reads,
+                            SmallVector<std::string> &writes);
+  void collectRowPart();
+  static bool isRowInvariant(Value v) {
+    auto t = dyn_cast<VTensorType>(v.getType());
+    return t && (t.isBatched() || t.isParameter());
+  }
+  bool emitRowPart(Value row);
+  DenseMap<Value, TileRef> loadItem(Value blockId, Value pos);
+  bool computeItem(Value blockId, Value pos, Value row, Value active,
+                   Value blockOk, const DenseMap<Value, TileRef> &loaded,
+                   const DenseMap<Value, TileRef> &rowTiles);
+  /// What the persistent loop of a score kernel is built from.
+  struct IndexerLoop {
+    Value indptr, indices, rows, total, s0, sEnd;
+    int64_t unroll = 1;
+    bool hoist = false;
+    SmallVector<Type> carryTypes;
+    SmallVector<std::pair<Value, TileRef>> rowShapes;
+  };
+  bool planHoist(IndexerLoop &L);
+  int64_t itemsPerLoop(const IndexerLoop &L);
+  SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
+                                   ValueRange carried, bool &ok);
+  bool emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg);
+  bool emitCacheBody(gpu::GPUFuncOp func, Value scalarArg);
+  void recordKernel(StringRef name, ArrayRef<Param> params,
+                    ArrayRef<std::string> reads,
+                    ArrayRef<std::string> writes);
+
+  // State of the attempt.
+  llvm::SetVector<Value> inputs;
+  SmallVector<PendingStore> stores;
+  SmallVector<Operation *> rowOps;
+  DenseSet<Operation *> rowOpSet;
+  llvm::SetVector<Value> rowValues;
+  DenseMap<Value, SmallVector<Value>> rowVectors;
+  bool byBlock = false;
+  std::string statusBuf;
+  unsigned statusArg = 0;
+  Value status, numBlocks, lastBlock32, nblk, group;
+  int64_t groupsPerCTA = 1;
 };
 
 //===----------------------------------------------------------------------===//
@@ -588,41 +646,14 @@ TileRef TileKernel::lower(Operation *op) {
 namespace {
 
 /// What a kernel stores once per item.
-struct PendingStore {
-  Value value;        // the vortex value whose tile is stored
-  std::string buffer; // destination buffer
-  bool byBlockId;     // paged field row (else CSR position / batched row)
-  bool batchedRow;    // batched scratch: at the item's row
-  bool sharedRow;     // parameter-format scratch: at row 0
-  bool isScratch;
-  std::optional<double> fill; // vortex.fill
-  VTensorType fillType;
-};
 
 } // namespace
 
-LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
-                                      bool &retry) {
-  retry = false;
-  unsupported = false;
-  tiles.clear();
-  buffers.clear();
-  MLIRContext *mctx = root->getContext();
-  loc = root->getLoc();
-
-  // Lane layout: the widest inner extent spread over up to 32 lanes, 8
-  // columns (16 bytes of bf16) per lane.
-  int64_t widest = 1;
-  for (Operation *op : ops)
-    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
-                                     op->getResultTypes()))
-      if (auto v = dyn_cast<VTensorType>(t))
-        widest = std::max(widest, computeExtent(v, 2));
-  lanes = narrow ? 1 : std::clamp<int64_t>(widest / 8, 1, 32);
-
-  // Inputs (defined outside), outputs (used outside) and side effects.
+/// Inputs (defined outside the kernel), outputs (used outside) and side
+/// effects.
+void TileKernel::collectIO() {
   // The destination field of a write, save or fill is not read.
-  llvm::SetVector<Value> inputs;
+  inputs.clear();
   for (Operation *op : ops)
     for (OpOperand &use : op->getOpOperands()) {
       Value v = use.get();
@@ -633,7 +664,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
           isa<VTensorType>(v.getType()))
         inputs.insert(v);
     }
-  SmallVector<PendingStore> stores;
+  stores.clear();
   auto addOutput = [&](Value outer, Value inner) {
     if (outer.use_empty())
       return;
@@ -665,9 +696,15 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
                         cast<VTensorType>(fill.getField().getType())});
   }
 
-  // Parameters.
-  SmallVector<Param> params;
-  auto i32 = IntegerType::get(mctx, 32);
+}
+
+/// The kernel's parameters: the CSR or block ids and their scalar, the
+/// buffers it reads and writes, then the guards' status buffer and
+/// num_blocks; `reads` and `writes` name the buffers for the manifest.
+LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
+                                      SmallVector<std::string> &reads,
+                                      SmallVector<std::string> &writes) {
+  auto i32 = IntegerType::get(root->getContext(), 32);
   if (indexerSide) {
     params.push_back({abi::kDenseIndptr.str(), true, i32});
     params.push_back({abi::kDenseIndices.str(), true, i32});
@@ -677,7 +714,6 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     params.push_back({abi::kNumNew.str(), false, {}});
   }
   std::set<std::string> bufferNames;
-  SmallVector<std::string> reads, writes;
   for (Value v : inputs) {
     std::string buf = ctx.bufferOf.lookup(v);
     if (buf.empty())
@@ -694,7 +730,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   // Guards (docs/gpu.md "Guards"): a kernel that addresses a paged tensor by
   // block id, or reads the dense CSR, takes the status buffer and num_blocks
   // last, so the leading parameters keep their places.
-  bool byBlock = !indexerSide ||
+  byBlock = !indexerSide ||
                  llvm::any_of(stores, [](const PendingStore &st) {
                    return st.byBlockId;
                  }) ||
@@ -702,54 +738,26 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
                    auto t = cast<VTensorType>(v.getType());
                    return t.isPaged() || t.isSlotted();
                  });
-  std::string statusBuf = ctx.statusBuffer();
-  unsigned statusArg = params.size();
+  statusBuf = ctx.statusBuffer();
+  statusArg = params.size();
   params.push_back({statusBuf, true, i32});
   if (byBlock)
     params.push_back({abi::kNumBlocks.str(), false, {}});
 
-  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  builder = &b;
-  int64_t threads = ctx.threads;
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
-  for (auto [i, p] : llvm::enumerate(params))
-    if (p.isBuffer)
-      buffers[StringRef(p.name)] = func.getArgument(i);
-  Value scalarArg = func.getArgument(2 + (indexerSide ? 0 : -1));
-  Value status = func.getArgument(statusArg);
-  Gen g = gen();
-  Value numBlocks =
-      byBlock ? g.toIndex(func.getArgument(statusArg + 1)) : Value();
-  Value lastBlock32 =
-      byBlock ? g.sub(func.getArgument(statusArg + 1), g.i32(1)) : Value();
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value nblk = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  Value lane = g.remU(tid, g.idx(32));
-  Value warp = g.divU(tid, g.idx(32));
-  laneInItem = g.remU(lane, g.idx(lanes));
-  Value itemInWarp = g.divU(lane, g.idx(lanes));
-  int64_t itemsPerWarp = 32 / lanes;
-  int64_t groupsPerCTA = threads / 32 * itemsPerWarp;
-  Value group = g.add(g.mul(bid, g.idx(groupsPerCTA)),
-                      g.add(g.mul(warp, g.idx(itemsPerWarp)), itemInWarp));
+  return success();
+}
 
-  FlowConfigAttr cfg = ctx.config;
-  int64_t eos = cfg.getReservedEos();
-
-  // The per-row part of the kernel: ops whose operands are all batched or
-  // parameters and whose result is (q and what is derived from it and the
-  // parameters alone, e.g. the mean over heads, a learned query). When it
-  // has no cross-lane op it runs once per row change, its values carried in
-  // f32 registers; otherwise (a shuffle must not sit in divergent code) it
-  // runs with every item. A parameter is read at row 0 (one value shared by
-  // every row).
-  SmallVector<Operation *> rowOps;
-  DenseSet<Operation *> rowOpSet;
-  auto isRowInvariant = [](Value v) {
-    auto t = dyn_cast<VTensorType>(v.getType());
-    return t && (t.isBatched() || t.isParameter());
-  };
+/// The per-row part of the kernel: ops whose operands are all batched or
+/// parameters and whose result is (q and what is derived from it and the
+/// parameters alone, e.g. the mean over heads, a learned query). When it
+/// has no cross-lane op it runs once per row change, its values carried in
+/// f32 registers; otherwise (a shuffle must not sit in divergent code) it
+/// runs with every item. A parameter is read at row 0 (one value shared by
+/// every row).
+void TileKernel::collectRowPart() {
+  rowOps.clear();
+  rowOpSet.clear();
+  rowValues.clear();
   if (indexerSide)
     for (Operation *op : ops) {
       if (op->getNumResults() != 1 || !isRowInvariant(op->getResult(0)) ||
@@ -760,7 +768,6 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
       rowOpSet.insert(op);
     }
   // Values of the per-row part that item code reads.
-  llvm::SetVector<Value> rowValues;
   auto consumedPerItem = [&](Value v) {
     return llvm::any_of(v.getUsers(), [&](Operation *u) {
       return !rowOpSet.count(u);
@@ -773,422 +780,524 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     if (consumedPerItem(op->getResult(0)))
       rowValues.insert(op->getResult(0));
 
-  // Loads the batched inputs at `row` and the parameters at row 0 (their row
-  // vectors are kept in `rowVectors`) and lowers the per-row ops.
-  DenseMap<Value, SmallVector<Value>> rowVectors;
-  auto emitRowPart = [&](Value row) {
-    rowVectors.clear();
-    for (Value v : inputs) {
-      if (!isRowInvariant(v))
-        continue;
-      std::string buf = ctx.bufferOf.lookup(v);
-      Value memref = buffers.lookup(StringRef(buf));
-      auto type = cast<VTensorType>(v.getType());
-      TileRef shape = loadedLayout(type);
-      rowVectors[v] = loadRowVectors(
-          memref, type.isParameter() ? gen().idx(0) : row, *shape,
-          cast<MemRefType>(memref.getType()).getElementType(),
-          ctx.abi.tensors[buf].role == Role::Scratch);
-      tiles[v] = tileFromRows(v, rowVectors[v]);
-    }
-    for (Operation *op : rowOps) {
-      TileRef t = lower(op);
-      if (!t)
-        return false;
-      tiles[op->getResult(0)] = t;
-    }
-    return true;
-  };
+}
 
-  // Phase 1 of an item: load its inputs outside the per-row part (all items
-  // of an iteration load before any computes, so their loads are in flight
-  // together). On the cache side, which has no per-row part, a parameter is
-  // loaded here, at row 0.
-  auto loadItem = [&](Value blockId, Value pos) {
-    DenseMap<Value, TileRef> loaded;
-    for (Value v : inputs) {
-      auto type = cast<VTensorType>(v.getType());
-      if (indexerSide && isRowInvariant(v))
-        continue;
-      std::string buf = ctx.bufferOf.lookup(v);
-      Value at = type.isParameter()                     ? gen().idx(0)
-                 : (type.isPaged() || type.isSlotted()) ? blockId
-                                                        : pos;
-      loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
-                           ctx.abi.tensors[buf].role == Role::Scratch);
-    }
-    return loaded;
-  };
+/// Loads the batched inputs at `row` and the parameters at row 0 (their
+/// row vectors are kept in `rowVectors`) and lowers the per-row ops.
+bool TileKernel::emitRowPart(Value row) {
+  rowVectors.clear();
+  for (Value v : inputs) {
+    if (!isRowInvariant(v))
+      continue;
+    std::string buf = ctx.bufferOf.lookup(v);
+    Value memref = buffers.lookup(StringRef(buf));
+    auto type = cast<VTensorType>(v.getType());
+    TileRef shape = loadedLayout(type);
+    rowVectors[v] = loadRowVectors(
+        memref, type.isParameter() ? gen().idx(0) : row, *shape,
+        cast<MemRefType>(memref.getType()).getElementType(),
+        ctx.abi.tensors[buf].role == Role::Scratch);
+    tiles[v] = tileFromRows(v, rowVectors[v]);
+  }
+  for (Operation *op : rowOps) {
+    TileRef t = lower(op);
+    if (!t)
+      return false;
+    tiles[op->getResult(0)] = t;
+  }
+  return true;
+}
 
-  // Phase 2: compute and store. `rowTiles` hold the per-row values.
-  auto computeItem = [&](Value blockId, Value pos, Value row, Value active,
-                         Value blockOk,
-                         const DenseMap<Value, TileRef> &loaded,
-                         const DenseMap<Value, TileRef> &rowTiles) {
-    Gen gi = gen();
-    tiles.clear();
-    for (auto &[v, t] : loaded)
-      tiles[v] = t;
-    for (auto &[v, t] : rowTiles)
-      tiles[v] = t;
-    for (Operation *op : ops) {
-      if (isa<SaveOp, WriteOp, FillOp>(op) || rowOpSet.count(op))
-        continue;
-      if (isa<LoadOp>(op)) {
-        // A load is a rename: the field row was loaded as an input.
-        tiles[op->getResult(0)] = tiles.lookup(op->getOperand(0));
-        continue;
-      }
-      TileRef t = lower(op);
-      if (!t)
-        return false;
-      tiles[op->getResult(0)] = t;
-    }
-    // Compute everything to store before the predicated stores, so the
-    // cluster reductions run on every lane.
-    SmallVector<std::pair<TileRef, SmallVector<Value>>> values;
-    for (PendingStore &st : stores) {
-      TileRef t;
-      if (st.fill) {
-        t = makeTile(st.fillType, false);
-        double c = *st.fill;
-        t->at = [this, c](int64_t, int64_t) { return gen().f32(c); };
-      } else {
-        t = tiles.lookup(st.value);
-      }
-      values.push_back({t, materialize(*t)});
-    }
-    // Stores by block id also need the id in range (blockOk), nested in the
-    // one predicated region (two sibling regions cost the saved-field
-    // kernel registers, and an occupancy step).
-    gi.ifThen(active, [&](Gen &gs) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(gs.b.getInsertionBlock(), gs.b.getInsertionPoint());
-      auto emit = [&](Gen &ge, bool byId) {
-        for (auto [st, tv] : llvm::zip(stores, values)) {
-          if (st.byBlockId != byId)
-            continue;
-          Value memref = buffers.lookup(StringRef(st.buffer));
-          Value at = st.byBlockId    ? blockId
-                     : st.batchedRow ? row
-                     : st.sharedRow  ? ge.idx(0)
-                                     : pos;
-          storeTile(*tv.first, tv.second, memref, at,
-                    cast<MemRefType>(memref.getType()).getElementType(),
-                    st.isScratch);
-        }
-      };
-      emit(gs, false);
-      if (!llvm::any_of(stores,
-                        [](const PendingStore &s) { return s.byBlockId; }))
-        return;
-      if (!blockOk) {
-        emit(gs, true);
-        return;
-      }
-      gs.ifThen(blockOk, [&](Gen &gb) {
-        OpBuilder::InsertionGuard guard2(b);
-        b.setInsertionPoint(gb.b.getInsertionBlock(),
-                            gb.b.getInsertionPoint());
-        emit(gb, true);
-      });
-    });
-    return true;
-  };
+/// Phase 1 of an item: load its inputs outside the per-row part (all items
+/// of an iteration load before any computes, so their loads are in flight
+/// together). On the cache side, which has no per-row part, a parameter is
+/// loaded here, at row 0.
+DenseMap<Value, TileRef> TileKernel::loadItem(Value blockId, Value pos) {
+  DenseMap<Value, TileRef> loaded;
+  for (Value v : inputs) {
+    auto type = cast<VTensorType>(v.getType());
+    if (indexerSide && isRowInvariant(v))
+      continue;
+    std::string buf = ctx.bufferOf.lookup(v);
+    Value at = type.isParameter()                     ? gen().idx(0)
+               : (type.isPaged() || type.isSlotted()) ? blockId
+                                                      : pos;
+    loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
+                         ctx.abi.tensors[buf].role == Role::Scratch);
+  }
+  return loaded;
+}
 
-  bool ok = true;
-  if (indexerSide) {
-    Value indptr = func.getArgument(0), indices = func.getArgument(1);
-    Value rows = g.toIndex(scalarArg);
-    // The CSR's end must be the extent of dense_kv_indices (docs/contract.md);
-    // any other value is read as 0 (nothing is scored), so no position runs
-    // past the buffers sized by it. The top-k records it: a second use of
-    // the status buffer here kept its address live across the loop (three
-    // registers more, an occupancy step for the saved-field flows).
-    Value claimed = g.toIndex(g.load(indptr, rows));
-    Value totalOk =
-        g.cmpI(arith::CmpIPredicate::eq, claimed, g.extent(indices));
-    Value total = g.select(g.andI(totalOk, g.cmpI(arith::CmpIPredicate::ugt,
-                                                  rows, g.idx(0))),
-                           claimed, g.idx(0));
-    Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
-    Value chunk = g.ceilDiv(total, numGroups);
-    Value s0 = g.mul(group, chunk);
-    Value sEnd = g.minU(total, g.add(s0, chunk));
-    auto rowStart = [&](Gen &x, Value r) {
-      return x.toIndex(x.load(indptr, r));
+/// Phase 2 of an item: compute and store. `rowTiles` hold the per-row
+/// values; stores by block id also need `blockOk` (when given).
+bool TileKernel::computeItem(Value blockId, Value pos, Value row,
+                             Value active, Value blockOk,
+                             const DenseMap<Value, TileRef> &loaded,
+                             const DenseMap<Value, TileRef> &rowTiles) {
+  OpBuilder &b = *builder;
+  Gen gi = gen();
+  tiles.clear();
+  for (auto &[v, t] : loaded)
+    tiles[v] = t;
+  for (auto &[v, t] : rowTiles)
+    tiles[v] = t;
+  for (Operation *op : ops) {
+    if (isa<SaveOp, WriteOp, FillOp>(op) || rowOpSet.count(op))
+      continue;
+    if (isa<LoadOp>(op)) {
+      // A load is a rename: the field row was loaded as an input.
+      tiles[op->getResult(0)] = tiles.lookup(op->getOperand(0));
+      continue;
+    }
+    TileRef t = lower(op);
+    if (!t)
+      return false;
+    tiles[op->getResult(0)] = t;
+  }
+  // Compute everything to store before the predicated stores, so the
+  // cluster reductions run on every lane.
+  SmallVector<std::pair<TileRef, SmallVector<Value>>> values;
+  for (PendingStore &st : stores) {
+    TileRef t;
+    if (st.fill) {
+      t = makeTile(st.fillType, false);
+      double c = *st.fill;
+      t->at = [this, c](int64_t, int64_t) { return gen().f32(c); };
+    } else {
+      t = tiles.lookup(st.value);
+    }
+    values.push_back({t, materialize(*t)});
+  }
+  // Stores by block id also need the id in range (blockOk), nested in the
+  // one predicated region (two sibling regions cost the saved-field
+  // kernel registers, and an occupancy step).
+  gi.ifThen(active, [&](Gen &gs) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(gs.b.getInsertionBlock(), gs.b.getInsertionPoint());
+    auto emit = [&](Gen &ge, bool byId) {
+      for (auto [st, tv] : llvm::zip(stores, values)) {
+        if (st.byBlockId != byId)
+          continue;
+        Value memref = buffers.lookup(StringRef(st.buffer));
+        Value at = st.byBlockId    ? blockId
+                   : st.batchedRow ? row
+                   : st.sharedRow  ? ge.idx(0)
+                                   : pos;
+        storeTile(*tv.first, tv.second, memref, at,
+                  cast<MemRefType>(memref.getType()).getElementType(),
+                  st.isScratch);
+      }
     };
+    emit(gs, false);
+    if (!llvm::any_of(stores,
+                      [](const PendingStore &s) { return s.byBlockId; }))
+      return;
+    if (!blockOk) {
+      emit(gs, true);
+      return;
+    }
+    gs.ifThen(blockOk, [&](Gen &gb) {
+      OpBuilder::InsertionGuard guard2(b);
+      b.setInsertionPoint(gb.b.getInsertionBlock(),
+                          gb.b.getInsertionPoint());
+      emit(gb, true);
+    });
+  });
+  return true;
+}
 
-    // Hoist the per-row part when it has no cross-lane op.
-    bool hoist = !rowValues.empty();
-    SmallVector<Type> carryTypes;
-    SmallVector<std::pair<Value, TileRef>> rowShapes;
-    if (hoist) {
-      // Probe: lower the per-row part once to learn its layouts; a
-      // cross-lane op shows up as a subgroup reduction.
-      Block *probe = new Block();
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(probe);
-        Value zero = gen().idx(0);
-        if (!emitRowPart(zero))
-          ok = false;
-        for (Value v : rowValues)
-          rowShapes.push_back({v, tiles.lookup(v)});
-        for (auto &[v, t] : rowShapes)
-          (void)materialize(*t);
-        probe->walk([&](gpu::SubgroupReduceOp) { hoist = false; });
+/// Whether the per-row part is hoisted (it has no cross-lane op), the
+/// layouts of its values and the types they are carried in.
+bool TileKernel::planHoist(IndexerLoop &L) {
+  bool ok = true;
+  OpBuilder &b = *builder;
+  L.hoist = !rowValues.empty();
+  if (L.hoist) {
+    // Probe: lower the per-row part once to learn its layouts; a
+    // cross-lane op shows up as a subgroup reduction.
+    Block *probe = new Block();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(probe);
+      Value zero = gen().idx(0);
+      if (!emitRowPart(zero))
+        ok = false;
+      for (Value v : rowValues)
+        L.rowShapes.push_back({v, tiles.lookup(v)});
+      for (auto &[v, t] : L.rowShapes)
+        (void)materialize(*t);
+      probe->walk([&](gpu::SubgroupReduceOp) { L.hoist = false; });
+    }
+    probe->dropAllDefinedValueUses();
+    delete probe;
+    tiles.clear();
+    // Raw inputs (q) are carried as their loaded storage vectors and
+    // widened at each use (half the registers of f32 for bf16); computed
+    // per-row values are carried in f32.
+    for (auto &[v, t] : L.rowShapes) {
+      if (inputs.contains(v)) {
+        Type storage =
+            cast<MemRefType>(
+                buffers.lookup(StringRef(ctx.bufferOf.lookup(v))).getType())
+                .getElementType();
+        for (int64_t r = 0; r < t->d0; ++r)
+          L.carryTypes.push_back(VectorType::get({t->width()}, storage));
+        continue;
       }
-      probe->dropAllDefinedValueUses();
-      delete probe;
-      tiles.clear();
-      // Raw inputs (q) are carried as their loaded storage vectors and
-      // widened at each use (half the registers of f32 for bf16); computed
-      // per-row values are carried in f32.
-      for (auto &[v, t] : rowShapes) {
+      for (int64_t i = 0; i < t->d0 * t->width(); ++i)
+        L.carryTypes.push_back(b.getF32Type());
+    }
+  }
+  return ok;
+}
+
+/// Blocks per iteration: as many as fit an estimate of 64 live 32-bit
+/// registers for the carried row values plus the items' loaded rows.
+int64_t TileKernel::itemsPerLoop(const IndexerLoop &L) {
+  auto regsOf = [&](Value v, const Tile &t) -> int64_t {
+    std::string buf = ctx.bufferOf.lookup(v);
+    Value memref = buffers.lookup(StringRef(buf));
+    unsigned bits = memref ? cast<MemRefType>(memref.getType())
+                                 .getElementType()
+                                 .getIntOrFloatBitWidth()
+                           : 32;
+    return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
+  };
+  int64_t carried = 0, perItem = 8;
+  for (auto &[v, t] : L.rowShapes)
+    carried += inputs.contains(v) ? regsOf(v, *t) : t->d0 * t->width();
+  for (Value v : inputs)
+    if (!isRowInvariant(v)) {
+      auto type = cast<VTensorType>(v.getType());
+      TileRef t = loadedLayout(type);
+      perItem += regsOf(v, *t);
+    }
+  int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
+  while (unroll > 1 && carried + unroll * perItem > 64)
+    unroll /= 2;
+  return unroll;
+}
+
+/// One iteration of the persistent loop: `unroll` items, their ids and
+/// loads first, then the row bookkeeping (per-row values recomputed when the
+/// row changes), then each item's compute and stores. Returns the carried
+/// values: the row, the row the per-row values are of, and those values.
+SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
+                                             ValueRange carried, bool &ok) {
+  OpBuilder &b = *builder;
+  Value indptr = L.indptr, indices = L.indices;
+  Value total = L.total, s0 = L.s0, sEnd = L.sEnd;
+  int64_t unroll = L.unroll;
+  int64_t eos = ctx.config.getReservedEos();
+  FlowConfigAttr cfg = ctx.config;
+  auto rowStart = [&](Gen &x, Value r) {
+    return x.toIndex(x.load(indptr, r));
+  };
+  Gen y = gen();
+  Value r = carried[0], cachedRow = carried[1];
+  SmallVector<Value> carry(carried.drop_front(2));
+  struct Item {
+    Value blockId, pos, row, active, blockOk;
+    DenseMap<Value, TileRef> rowTiles, loaded;
+  };
+  SmallVector<Item> items(unroll);
+  // The block ids and the items' rows do not depend on the CSR row:
+  // issue those loads first, so they overlap the row bookkeeping.
+  SmallVector<Value> validOf, posOf;
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
+    validOf.push_back(y.lt(s, sEnd));
+    posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
+    Value raw = y.load(indices, posOf.back());
+    if (byBlock) {
+      // Guard: an id outside [0, num_blocks) (a negative one is huge
+      // unsigned) is recorded; the item reads the last block and
+      // stores nothing by block id. In i32 against num_blocks - 1
+      // alone: one live value, and the address math stays a 32-bit
+      // wide multiply.
+      items[u].blockOk =
+          y.cmpI(arith::CmpIPredicate::ule, raw, lastBlock32);
+      y.ifThen(y.andI(validOf.back(), y.notI(items[u].blockOk)),
+               [&](Gen &z) {
+                 z.recordStatus(status, abi::kBadDenseIndex, raw,
+                                posOf.back());
+               });
+      // One umin: an id past the end reads the last block (the
+      // runtime refuses an empty pool with a non-empty CSR).
+      raw = y.minU(raw, lastBlock32);
+    }
+    raw = y.toIndex(raw);
+    items[u].blockId = raw;
+    items[u].loaded = loadItem(items[u].blockId, posOf.back());
+  }
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value valid = validOf[u];
+    Value sc = posOf[u];
+    // Advance to the row of sc.
+    auto adv = scf::WhileOp::create(
+        b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Gen w{nb, l};
+          // Stops at the last row at the latest, even for a malformed
+          // indptr: indptr[rows] = total > sc (checked above).
+          Value next =
+              w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
+          scf::ConditionOp::create(
+              nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
+        },
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Gen w{nb, l};
+          scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
+        });
+    r = adv.getResult(0);
+    Value start = rowStart(y, r);
+    Value end = rowStart(y, y.add(r, y.idx(1)));
+    Value n = y.sub(end, start);
+    Value bud = emitRowBudget(y, cfg, n);
+    Value active = y.andI(
+        valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
+                      y.lt(sc, y.sub(end, y.idx(eos)))));
+    Item &item = items[u];
+    item.pos = sc;
+    item.row = r;
+    item.active = active;
+    if (L.hoist) {
+      // Recompute the per-row values when the row changes.
+      Value changed = y.cmpI(arith::CmpIPredicate::ne, r, cachedRow);
+      carry = y.ifElse(
+          changed, L.carryTypes,
+          [&](Gen &gt) {
+            OpBuilder::InsertionGuard guard3(b);
+            b.setInsertionPoint(gt.b.getInsertionBlock(),
+                                gt.b.getInsertionPoint());
+            tiles.clear();
+            SmallVector<Value> fresh;
+            if (!emitRowPart(r)) {
+              ok = false;
+              return SmallVector<Value>(carry);
+            }
+            for (auto &[v, t] : L.rowShapes) {
+              if (inputs.contains(v))
+                llvm::append_range(fresh, rowVectors[v]);
+              else
+                llvm::append_range(fresh,
+                                   materialize(*tiles.lookup(v)));
+            }
+            return fresh;
+          },
+          [&](Gen &) { return SmallVector<Value>(carry); });
+      cachedRow = r;
+      unsigned at = 0;
+      for (auto &[v, shape] : L.rowShapes) {
         if (inputs.contains(v)) {
-          Type storage =
-              cast<MemRefType>(
-                  buffers.lookup(StringRef(ctx.bufferOf.lookup(v))).getType())
-                  .getElementType();
-          for (int64_t r = 0; r < t->d0; ++r)
-            carryTypes.push_back(VectorType::get({t->width()}, storage));
+          item.rowTiles[v] = tileFromRows(
+              v, ArrayRef<Value>(carry).slice(at, shape->d0));
+          at += shape->d0;
           continue;
         }
-        for (int64_t i = 0; i < t->d0 * t->width(); ++i)
-          carryTypes.push_back(b.getF32Type());
+        TileRef t = std::make_shared<Tile>(*shape);
+        SmallVector<Value> vals(
+            ArrayRef<Value>(carry).slice(at, t->d0 * t->width()));
+        at += t->d0 * t->width();
+        int64_t width = t->width();
+        t->at = [vals, width](int64_t rr, int64_t e) {
+          return vals[rr * width + e];
+        };
+        item.rowTiles[v] = t;
       }
+    } else {
+      tiles.clear();
+      if (!emitRowPart(r))
+        ok = false;
+      for (Value v : rowValues)
+        item.rowTiles[v] = tiles.lookup(v);
+      for (Operation *op : rowOps)
+        item.rowTiles[op->getResult(0)] = tiles.lookup(op->getResult(0));
     }
+  }
+  for (Item &item : items)
+    if (!computeItem(item.blockId, item.pos, item.row, item.active,
+                     item.blockOk, item.loaded, item.rowTiles))
+      ok = false;
+  SmallVector<Value> next = {r, cachedRow};
+  llvm::append_range(next, carry);
+  return next;
+}
 
-    // Blocks per iteration: as many as fit an estimate of 64 live 32-bit
-    // registers for the carried row values plus the items' loaded rows.
-    auto regsOf = [&](Value v, const Tile &t) -> int64_t {
-      std::string buf = ctx.bufferOf.lookup(v);
-      Value memref = buffers.lookup(StringRef(buf));
-      unsigned bits = memref ? cast<MemRefType>(memref.getType())
-                                   .getElementType()
-                                   .getIntOrFloatBitWidth()
-                             : 32;
-      return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
-    };
-    int64_t carried = 0, perItem = 8;
-    for (auto &[v, t] : rowShapes)
-      carried += inputs.contains(v) ? regsOf(v, *t) : t->d0 * t->width();
-    for (Value v : inputs)
-      if (!isRowInvariant(v)) {
-        auto type = cast<VTensorType>(v.getType());
-        TileRef t = loadedLayout(type);
-        perItem += regsOf(v, *t);
-      }
-    int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
-    while (unroll > 1 && carried + unroll * perItem > 64)
-      unroll /= 2;
+/// The persistent loop of a score kernel: each group walks a contiguous
+/// chunk of CSR positions.
+bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
+  OpBuilder &b = *builder;
+  Gen g = gen();
+  bool ok = true;
+  Value indptr = func.getArgument(0), indices = func.getArgument(1);
+  Value rows = g.toIndex(scalarArg);
+  // The CSR's end must be the extent of dense_kv_indices (docs/contract.md);
+  // any other value is read as 0 (nothing is scored), so no position runs
+  // past the buffers sized by it. The top-k records it: a second use of
+  // the status buffer here kept its address live across the loop (three
+  // registers more, an occupancy step for the saved-field flows).
+  Value claimed = g.toIndex(g.load(indptr, rows));
+  Value totalOk =
+      g.cmpI(arith::CmpIPredicate::eq, claimed, g.extent(indices));
+  Value total = g.select(g.andI(totalOk, g.cmpI(arith::CmpIPredicate::ugt,
+                                                rows, g.idx(0))),
+                         claimed, g.idx(0));
+  Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
+  Value chunk = g.ceilDiv(total, numGroups);
+  Value s0 = g.mul(group, chunk);
+  Value sEnd = g.minU(total, g.add(s0, chunk));
 
-    Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
-    g.ifThen(positive, [&](Gen &gp) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
-      Gen x = gen();
-      // The row of the first position: the last row starting at or before
-      // it (empty rows are skipped).
-      Value target = x.minU(s0, x.sub(total, x.idx(1)));
-      auto search = scf::WhileOp::create(
-          b, loc, TypeRange{b.getIndexType(), b.getIndexType()},
-          ValueRange{x.idx(0), rows},
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            Gen w{nb, l};
-            Value more = w.cmpI(arith::CmpIPredicate::ugt,
-                                w.sub(args[1], args[0]), w.idx(1));
-            scf::ConditionOp::create(nb, l, more, args);
-          },
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            Gen w{nb, l};
-            Value mid = w.divU(w.add(args[0], args[1]), w.idx(2));
-            Value le = w.cmpI(arith::CmpIPredicate::ule,
-                              w.toIndex(w.load(indptr, mid)), target);
-            scf::YieldOp::create(nb, l,
-                                 ValueRange{w.select(le, mid, args[0]),
-                                            w.select(le, args[1], mid)});
-          });
-      Value r0 = search.getResult(0);
-      SmallVector<Value> inits = {r0, x.idx(-1)};
-      for (Type t : carryTypes) {
-        if (auto vt = dyn_cast<VectorType>(t))
-          inits.push_back(arith::ConstantOp::create(
-              b, loc, vt,
-              DenseElementsAttr::get(vt,
-                                     b.getZeroAttr(vt.getElementType()))));
-        else
-          inits.push_back(x.f32(0.0));
-      }
-      Value iterations = x.ceilDiv(chunk, x.idx(unroll));
+  IndexerLoop L;
+  L.indptr = indptr;
+  L.indices = indices;
+  L.rows = rows;
+  L.total = total;
+  L.s0 = s0;
+  L.sEnd = sEnd;
+  if (!planHoist(L))
+    ok = false;
+  L.unroll = itemsPerLoop(L);
+
+  Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
+  g.ifThen(positive, [&](Gen &gp) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+    Gen x = gen();
+    // The row of the first position: the last row starting at or before
+    // it (empty rows are skipped).
+    Value target = x.minU(s0, x.sub(total, x.idx(1)));
+    auto search = scf::WhileOp::create(
+        b, loc, TypeRange{b.getIndexType(), b.getIndexType()},
+        ValueRange{x.idx(0), rows},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Gen w{nb, l};
+          Value more = w.cmpI(arith::CmpIPredicate::ugt,
+                              w.sub(args[1], args[0]), w.idx(1));
+          scf::ConditionOp::create(nb, l, more, args);
+        },
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Gen w{nb, l};
+          Value mid = w.divU(w.add(args[0], args[1]), w.idx(2));
+          Value le = w.cmpI(arith::CmpIPredicate::ule,
+                            w.toIndex(w.load(indptr, mid)), target);
+          scf::YieldOp::create(nb, l,
+                               ValueRange{w.select(le, mid, args[0]),
+                                          w.select(le, args[1], mid)});
+        });
+    Value r0 = search.getResult(0);
+    SmallVector<Value> inits = {r0, x.idx(-1)};
+    for (Type t : L.carryTypes) {
+      if (auto vt = dyn_cast<VectorType>(t))
+        inits.push_back(arith::ConstantOp::create(
+            b, loc, vt,
+            DenseElementsAttr::get(vt,
+                                   b.getZeroAttr(vt.getElementType()))));
+      else
+        inits.push_back(x.f32(0.0));
+    }
+    Value iterations = x.ceilDiv(chunk, x.idx(L.unroll));
       x.forLoop(x.idx(0), iterations, inits, [&](Gen &gl, Value it,
                                                   ValueRange carried) {
         OpBuilder::InsertionGuard guard2(b);
         b.setInsertionPoint(gl.b.getInsertionBlock(),
                             gl.b.getInsertionPoint());
-        Gen y = gen();
-        Value r = carried[0], cachedRow = carried[1];
-        SmallVector<Value> carry(carried.drop_front(2));
-        struct Item {
-          Value blockId, pos, row, active, blockOk;
-          DenseMap<Value, TileRef> rowTiles, loaded;
-        };
-        SmallVector<Item> items(unroll);
-        // The block ids and the items' rows do not depend on the CSR row:
-        // issue those loads first, so they overlap the row bookkeeping.
-        SmallVector<Value> validOf, posOf;
-        for (int64_t u = 0; u < unroll; ++u) {
-          Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
-          validOf.push_back(y.lt(s, sEnd));
-          posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
-          Value raw = y.load(indices, posOf.back());
-          if (byBlock) {
-            // Guard: an id outside [0, num_blocks) (a negative one is huge
-            // unsigned) is recorded; the item reads the last block and
-            // stores nothing by block id. In i32 against num_blocks - 1
-            // alone: one live value, and the address math stays a 32-bit
-            // wide multiply.
-            items[u].blockOk =
-                y.cmpI(arith::CmpIPredicate::ule, raw, lastBlock32);
-            y.ifThen(y.andI(validOf.back(), y.notI(items[u].blockOk)),
-                     [&](Gen &z) {
-                       z.recordStatus(status, abi::kBadDenseIndex, raw,
-                                      posOf.back());
-                     });
-            // One umin: an id past the end reads the last block (the
-            // runtime refuses an empty pool with a non-empty CSR).
-            raw = y.minU(raw, lastBlock32);
-          }
-          raw = y.toIndex(raw);
-          items[u].blockId = raw;
-          items[u].loaded = loadItem(items[u].blockId, posOf.back());
-        }
-        for (int64_t u = 0; u < unroll; ++u) {
-          Value valid = validOf[u];
-          Value sc = posOf[u];
-          // Advance to the row of sc.
-          auto adv = scf::WhileOp::create(
-              b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
-              [&](OpBuilder &nb, Location l, ValueRange args) {
-                Gen w{nb, l};
-                // Stops at the last row at the latest, even for a malformed
-                // indptr: indptr[rows] = total > sc (checked above).
-                Value next =
-                    w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
-                scf::ConditionOp::create(
-                    nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
-              },
-              [&](OpBuilder &nb, Location l, ValueRange args) {
-                Gen w{nb, l};
-                scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
-              });
-          r = adv.getResult(0);
-          Value start = rowStart(y, r);
-          Value end = rowStart(y, y.add(r, y.idx(1)));
-          Value n = y.sub(end, start);
-          Value bud = emitRowBudget(y, cfg, n);
-          Value active = y.andI(
-              valid, y.andI(y.cmpI(arith::CmpIPredicate::sgt, n, bud),
-                            y.lt(sc, y.sub(end, y.idx(eos)))));
-          Item &item = items[u];
-          item.pos = sc;
-          item.row = r;
-          item.active = active;
-          if (hoist) {
-            // Recompute the per-row values when the row changes.
-            Value changed = y.cmpI(arith::CmpIPredicate::ne, r, cachedRow);
-            carry = y.ifElse(
-                changed, carryTypes,
-                [&](Gen &gt) {
-                  OpBuilder::InsertionGuard guard3(b);
-                  b.setInsertionPoint(gt.b.getInsertionBlock(),
-                                      gt.b.getInsertionPoint());
-                  tiles.clear();
-                  SmallVector<Value> fresh;
-                  if (!emitRowPart(r)) {
-                    ok = false;
-                    return SmallVector<Value>(carry);
-                  }
-                  for (auto &[v, t] : rowShapes) {
-                    if (inputs.contains(v))
-                      llvm::append_range(fresh, rowVectors[v]);
-                    else
-                      llvm::append_range(fresh,
-                                         materialize(*tiles.lookup(v)));
-                  }
-                  return fresh;
-                },
-                [&](Gen &) { return SmallVector<Value>(carry); });
-            cachedRow = r;
-            unsigned at = 0;
-            for (auto &[v, shape] : rowShapes) {
-              if (inputs.contains(v)) {
-                item.rowTiles[v] = tileFromRows(
-                    v, ArrayRef<Value>(carry).slice(at, shape->d0));
-                at += shape->d0;
-                continue;
-              }
-              TileRef t = std::make_shared<Tile>(*shape);
-              SmallVector<Value> vals(
-                  ArrayRef<Value>(carry).slice(at, t->d0 * t->width()));
-              at += t->d0 * t->width();
-              int64_t width = t->width();
-              t->at = [vals, width](int64_t rr, int64_t e) {
-                return vals[rr * width + e];
-              };
-              item.rowTiles[v] = t;
-            }
-          } else {
-            tiles.clear();
-            if (!emitRowPart(r))
-              ok = false;
-            for (Value v : rowValues)
-              item.rowTiles[v] = tiles.lookup(v);
-            for (Operation *op : rowOps)
-              item.rowTiles[op->getResult(0)] = tiles.lookup(op->getResult(0));
-          }
-        }
-        for (Item &item : items)
-          if (!computeItem(item.blockId, item.pos, item.row, item.active,
-                           item.blockOk, item.loaded, item.rowTiles))
-            ok = false;
-        SmallVector<Value> next = {r, cachedRow};
-        llvm::append_range(next, carry);
-        return next;
+        return emitIteration(L, it, carried, ok);
       });
     });
-  } else {
-    Value blockIds = func.getArgument(0);
-    Value numNew = g.toIndex(scalarArg);
-    Value any = g.cmpI(arith::CmpIPredicate::ugt, numNew, g.idx(0));
-    g.ifThen(any, [&](Gen &gp) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
-      Gen y = gen();
-      Value item = y.minU(group, y.sub(numNew, y.idx(1)));
-      // A negative id is skipped (the loc form marks tokens that complete no
-      // block with -1); one >= num_blocks is skipped and recorded (the
-      // guard). Their group loads block 0 so shuffles stay convergent, and
-      // its stores are predicated off.
-      Value blockId = y.toIndex(y.load(blockIds, item));
-      Value isBlock = y.cmpI(arith::CmpIPredicate::sge, blockId, y.idx(0));
-      Value inRange = y.lt(blockId, numBlocks);
-      Value live = y.lt(group, numNew);
-      y.ifThen(y.andI(live, y.andI(isBlock, y.cmpI(arith::CmpIPredicate::sge,
-                                                   blockId, numBlocks))),
-               [&](Gen &z) {
-                 z.recordStatus(status, abi::kBadBlockId, blockId, item);
-               });
-      Value usable = y.andI(isBlock, inRange);
-      Value valid = y.andI(live, usable);
-      blockId = y.select(usable, blockId, y.idx(0));
-      DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
-      if (!computeItem(blockId, item, item, valid, Value(), loaded,
-                       DenseMap<Value, TileRef>()))
-        ok = false;
-    });
-  }
+  return ok;
+}
+
+/// A cache kernel: one group per completed block of `block_ids`.
+bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
+  OpBuilder &b = *builder;
+  Gen g = gen();
+  bool ok = true;
+  Value blockIds = func.getArgument(0);
+  Value numNew = g.toIndex(scalarArg);
+  Value any = g.cmpI(arith::CmpIPredicate::ugt, numNew, g.idx(0));
+  g.ifThen(any, [&](Gen &gp) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+    Gen y = gen();
+    Value item = y.minU(group, y.sub(numNew, y.idx(1)));
+    // A negative id is skipped (the loc form marks tokens that complete no
+    // block with -1); one >= num_blocks is skipped and recorded (the
+    // guard). Their group loads block 0 so shuffles stay convergent, and
+    // its stores are predicated off.
+    Value blockId = y.toIndex(y.load(blockIds, item));
+    Value isBlock = y.cmpI(arith::CmpIPredicate::sge, blockId, y.idx(0));
+    Value inRange = y.lt(blockId, numBlocks);
+    Value live = y.lt(group, numNew);
+    y.ifThen(y.andI(live, y.andI(isBlock, y.cmpI(arith::CmpIPredicate::sge,
+                                                 blockId, numBlocks))),
+             [&](Gen &z) {
+               z.recordStatus(status, abi::kBadBlockId, blockId, item);
+             });
+    Value usable = y.andI(isBlock, inRange);
+    Value valid = y.andI(live, usable);
+    blockId = y.select(usable, blockId, y.idx(0));
+    DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
+    if (!computeItem(blockId, item, item, valid, Value(), loaded,
+                     DenseMap<Value, TileRef>()))
+      ok = false;
+  });
+  return ok;
+}
+
+LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
+                                      bool &retry) {
+  retry = false;
+  unsupported = false;
+  tiles.clear();
+  buffers.clear();
+  loc = root->getLoc();
+
+  // Lane layout: the widest inner extent spread over up to 32 lanes, 8
+  // columns (16 bytes of bf16) per lane.
+  int64_t widest = 1;
+  for (Operation *op : ops)
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                     op->getResultTypes()))
+      if (auto v = dyn_cast<VTensorType>(t))
+        widest = std::max(widest, computeExtent(v, 2));
+  lanes = narrow ? 1 : std::clamp<int64_t>(widest / 8, 1, 32);
+
+  collectIO();
+  SmallVector<Param> params;
+  SmallVector<std::string> reads, writes;
+  if (failed(buildParams(params, reads, writes)))
+    return failure();
+
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  builder = &b;
+  int64_t threads = ctx.threads;
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
+  for (auto [i, p] : llvm::enumerate(params))
+    if (p.isBuffer)
+      buffers[StringRef(p.name)] = func.getArgument(i);
+  Value scalarArg = func.getArgument(2 + (indexerSide ? 0 : -1));
+  status = func.getArgument(statusArg);
+  Gen g = gen();
+  numBlocks =
+      byBlock ? g.toIndex(func.getArgument(statusArg + 1)) : Value();
+  lastBlock32 =
+      byBlock ? g.sub(func.getArgument(statusArg + 1), g.i32(1)) : Value();
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  nblk = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value lane = g.remU(tid, g.idx(32));
+  Value warp = g.divU(tid, g.idx(32));
+  laneInItem = g.remU(lane, g.idx(lanes));
+  Value itemInWarp = g.divU(lane, g.idx(lanes));
+  int64_t itemsPerWarp = 32 / lanes;
+  groupsPerCTA = threads / 32 * itemsPerWarp;
+  group = g.add(g.mul(bid, g.idx(groupsPerCTA)),
+                g.add(g.mul(warp, g.idx(itemsPerWarp)), itemInWarp));
+
+  collectRowPart();
+  bool ok = indexerSide ? emitIndexerBody(func, scalarArg)
+                        : emitCacheBody(func, scalarArg);
   gpu::ReturnOp::create(b, loc);
 
   if (!ok)
@@ -1199,7 +1308,14 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     retry = true;
     return success();
   }
+  recordKernel(name, params, reads, writes);
+  return success();
+}
 
+/// The manifest record of the kernel.
+void TileKernel::recordKernel(StringRef name, ArrayRef<Param> params,
+                              ArrayRef<std::string> reads,
+                              ArrayRef<std::string> writes) {
   KernelRecord rec;
   rec.name = name.str();
   rec.step = indexerSide ? Step::Indexer : Step::Cache;
@@ -1211,8 +1327,8 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
     rec.itemsOf = abi::kNumNew.str();
     rec.perCTA = groupsPerCTA;
   }
-  rec.threads = threads;
-  rec.params = params;
+  rec.threads = ctx.threads;
+  rec.params.assign(params.begin(), params.end());
   rec.reads.assign(reads.begin(), reads.end());
   rec.writes.assign(writes.begin(), writes.end());
   if (indexerSide) {
@@ -1223,7 +1339,6 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   }
   rec.writes.push_back(statusBuf);
   ctx.abi.kernels.push_back(rec);
-  return success();
 }
 
 LogicalResult TileKernel::emit(StringRef name) {

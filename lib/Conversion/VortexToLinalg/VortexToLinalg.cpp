@@ -99,6 +99,14 @@ public:
   Value sparseIndptr, sparseIndices;
 
   LogicalResult lower(Operation *op);
+  LogicalResult lowerElementwise(Operation *op);
+  LogicalResult lowerReduction(Operation *op);
+  LogicalResult lowerContraction(Operation *op);
+  LogicalResult lowerRowSegment(Operation *op);
+  LogicalResult lowerLayout(Operation *op);
+  LogicalResult lowerState(Operation *op);
+  LogicalResult lowerSelection(Operation *op);
+  LogicalResult lowerKernel(Operation *op);
 
   RankedTensorType tensorType(int64_t d0, int64_t d1) {
     return RankedTensorType::get({ShapedType::kDynamic, d0, d1}, f32Type);
@@ -435,12 +443,40 @@ private:
 //===----------------------------------------------------------------------===//
 
 LogicalResult BodyLowering::lower(Operation *op) {
+  // Dispatch by op family; each family lowers in its own function (the
+  // dialect's interfaces name the elementwise and reduction families).
+  if (isa<ReductionOpInterface>(op))
+    return lowerReduction(op);
+  if (isa<UnaryElementwiseOpInterface, BinaryElementwiseOpInterface>(op))
+    return lowerElementwise(op);
+  if (isa<GeMMOp, GeMVOp>(op))
+    return lowerContraction(op);
+  if (isa<SoftmaxOp, NormalizeOp, Conv1dOp>(op))
+    return lowerRowSegment(op);
+  if (isa<TransposeOp, ReshapeOp, KronOp, MaskSliceOp, MaskLanesOp>(op))
+    return lowerLayout(op);
+  if (isa<LoadOp, SaveOp, WriteOp, FillOp>(op))
+    return lowerState(op);
+  if (isa<TopKOp, ApproxTopKOp, TrtllmTopKOp, UnionOp>(op))
+    return lowerSelection(op);
+  if (isa<KernelOp>(op))
+    return lowerKernel(op);
+  // Unreachable for verified flows: the flow verifier admits only the ops
+  // handled above.
+  return op->emitOpError("cannot be lowered to linalg");
+}
+
+/// Unary and binary elementwise ops (UnaryElementwiseOpInterface,
+/// BinaryElementwiseOpInterface): one linalg.generic-style `generate` over
+/// the result domain.
+LogicalResult BodyLowering::lowerElementwise(Operation *op) {
   auto resultType = [&]() { return vt(op->getResult(0)); };
   auto in = [&](unsigned i) {
     return operandIn(op->getOperand(i), resultType().getFormatKind());
   };
   auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-
+  (void)in;
+  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
           [&](auto u) {
@@ -475,6 +511,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
                               }));
         return success();
       })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// Reductions (ReductionOpInterface): over an inner axis, grouped
+/// (interleave), or over the scored blocks of each row (dim 0).
+LogicalResult BodyLowering::lowerReduction(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<MaxOp, MinOp, MeanOp, SumOp, L2NormOp>([&](auto red) {
         ReduceKind kind = red.getReduceKind();
         int64_t dim = red.getDim();
@@ -514,6 +566,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
                               red.getDim(), red.getFactor(), red.getFactor()));
         return success();
       })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// Contractions (gemm, gemv): a linalg.generic with one reduction
+/// iterator over the shared axis.
+LogicalResult BodyLowering::lowerContraction(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<GeMMOp, GeMVOp>([&](auto mm) {
         VTensorType rt = resultType();
         Value xs = in(0), ys = in(1);
@@ -541,6 +609,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
         setResult(op.getResult(0));
         return success();
       })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// Row-segment ops (softmax, normalize, conv1d): each position sees
+/// the scored range of its CSR row.
+LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<SoftmaxOp>([&](SoftmaxOp sm) {
         Value input = operandIn(sm.getInput(), Format::Ragged);
         double scale = sm.getScale().convertToDouble();
@@ -617,6 +701,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
             }));
         return success();
       })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// Layout ops (transpose, reshape, kron, mask_slice, mask_lanes):
+/// index maps over the real extents, padded lanes explicit.
+LogicalResult BodyLowering::lowerLayout(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<TransposeOp>([&](TransposeOp) {
         VTensorType rt = resultType();
         Value input = in(0);
@@ -699,12 +799,6 @@ LogicalResult BodyLowering::lower(Operation *op) {
             }));
         return success();
       })
-      .Case<LoadOp>([&](LoadOp load) {
-        VTensorType rt = resultType();
-        setResult(gather(values.lookup(load.getField()), blockIds,
-                         computeExtent(rt, 1), computeExtent(rt, 2)));
-        return success();
-      })
       .Case<MaskLanesOp>([&](MaskLanesOp mask) {
         VTensorType rt = resultType();
         Value input = in(0);
@@ -723,17 +817,26 @@ LogicalResult BodyLowering::lower(Operation *op) {
             }));
         return success();
       })
-      .Case<KernelOp>([&](KernelOp kernel) {
-        for (Operation &inner : kernel.getBody().front()) {
-          if (auto yield = dyn_cast<YieldOp>(inner)) {
-            for (auto [result, value] :
-                 llvm::zip(kernel.getResults(), yield.getValues()))
-              values[result] = values.lookup(value);
-            continue;
-          }
-          if (failed(lower(&inner)))
-            return failure();
-        }
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// State (load, save, write, fill): gathers and scatters of the
+/// paged fields by block id.
+LogicalResult BodyLowering::lowerState(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<LoadOp>([&](LoadOp load) {
+        VTensorType rt = resultType();
+        setResult(gather(values.lookup(load.getField()), blockIds,
+                         computeExtent(rt, 1), computeExtent(rt, 2)));
         return success();
       })
       .Case<SaveOp>([&](SaveOp save) {
@@ -777,6 +880,22 @@ LogicalResult BodyLowering::lower(Operation *op) {
                         });
         return success();
       })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// Selection (topk, approx_topk, trtllm_topk, union): the sparse
+/// outputs.
+LogicalResult BodyLowering::lowerSelection(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<TopKOp, ApproxTopKOp>([&](auto sel) {
         // approx_topk is exact here: recall 1 >= 1 - tolerate_ratio.
         std::tie(sparseIndices, sparseIndptr) = selectRows(
@@ -799,8 +918,34 @@ LogicalResult BodyLowering::lower(Operation *op) {
       })
       .Case<UnionOp>([&](UnionOp u) { return lowerUnion(u); })
       .Default([&](Operation *other) {
-        // Unreachable for verified flows: the flow verifier admits only
-        // the ops handled above.
+        return other->emitOpError("cannot be lowered to linalg");
+      });
+}
+
+/// A vortex.kernel: its body, op by op.
+LogicalResult BodyLowering::lowerKernel(Operation *op) {
+  auto resultType = [&]() { return vt(op->getResult(0)); };
+  auto in = [&](unsigned i) {
+    return operandIn(op->getOperand(i), resultType().getFormatKind());
+  };
+  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
+  (void)in;
+  (void)setResult;
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<KernelOp>([&](KernelOp kernel) {
+        for (Operation &inner : kernel.getBody().front()) {
+          if (auto yield = dyn_cast<YieldOp>(inner)) {
+            for (auto [result, value] :
+                 llvm::zip(kernel.getResults(), yield.getValues()))
+              values[result] = values.lookup(value);
+            continue;
+          }
+          if (failed(lower(&inner)))
+            return failure();
+        }
+        return success();
+      })
+      .Default([&](Operation *other) {
         return other->emitOpError("cannot be lowered to linalg");
       });
 }
