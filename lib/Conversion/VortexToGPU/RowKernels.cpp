@@ -420,13 +420,24 @@ struct SortRow {
   int64_t bos;
 };
 
+/// Writes the k best of the sorted keys after the row's bos blocks.
+void emitSortedOutput(Gen &y, const SortRow &R) {
+  strided(y, y.idx(0), R.k, R.tid, kTopKThreads, {},
+          [&](Gen &z, Value j, ValueRange) -> SmallVector<Value> {
+            Value key = memref::LoadOp::create(z.b, z.loc, R.keys,
+                                               ValueRange{j});
+            Value i = positionOfKey(z, key);
+            z.store(z.load(R.dense, z.add(R.lo, i)), R.sparse,
+                    z.add(R.offset, z.add(z.idx(R.bos), j)));
+            return {};
+          });
+}
+
 /// Rows of up to kTopKCapacity scored blocks: a bitonic sort of the keys in
 /// shared memory (pair-indexed stages, one compare-exchange per thread),
 /// then the k best are written.
 void emitSharedBitonic(Gen &y, const SortRow &R) {
-  Value keys = R.keys, score = R.score, dense = R.dense, sparse = R.sparse;
-  Value tid = R.tid, m = R.m, k = R.k, offset = R.offset;
-  int64_t bos = R.bos;
+  Value keys = R.keys, score = R.score, tid = R.tid, m = R.m;
   // P = next power of two >= m.
   auto pw = scf::WhileOp::create(
       y.b, y.loc, TypeRange{y.b.getIndexType()},
@@ -491,15 +502,7 @@ void emitSharedBitonic(Gen &y, const SortRow &R) {
             });
         scf::YieldOp::create(nb, l, w.mul(size, w.idx(2)));
       });
-  strided(y, y.idx(0), k, tid, kTopKThreads, {},
-          [&](Gen &z, Value j, ValueRange) -> SmallVector<Value> {
-            Value key = memref::LoadOp::create(z.b, z.loc, keys,
-                                               ValueRange{j});
-            Value i = positionOfKey(z, key);
-            z.store(z.load(dense, z.add(R.lo, i)), sparse,
-                    z.add(offset, z.add(z.idx(bos), j)));
-            return {};
-          });
+  emitSortedOutput(y, R);
 }
 
 /// Longer rows: one CTA-wide maximum per pick, each below the previous
@@ -642,17 +645,6 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                              x.idx(kRegisterSortSize));
         SortRow sortRow{keys, score, dense, sparse, tid,
                         first, row.lo, m, k, offset, bos};
-        auto emitOutput = [&](Gen &z) {
-          strided(z, z.idx(0), k, tid, kTopKThreads, {},
-                  [&](Gen &u, Value j, ValueRange) -> SmallVector<Value> {
-                    Value key = memref::LoadOp::create(u.b, u.loc, keys,
-                                                       ValueRange{j});
-                    Value i = positionOfKey(u, key);
-                    u.store(u.load(dense, u.add(row.lo, i)), sparse,
-                            u.add(offset, u.add(u.idx(bos), j)));
-                    return {};
-                  });
-        };
         x.ifElse(
             small, {},
             [&](Gen &y) -> SmallVector<Value> {
@@ -662,7 +654,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                 Value sc = z.load(score, z.add(row.lo, safe));
                 return z.select(real, sortKey(z, sc, i), z.i64(0));
               });
-              emitOutput(y);
+              emitSortedOutput(y, sortRow);
               return {};
             },
             [&](Gen &y0) -> SmallVector<Value> {

@@ -107,6 +107,13 @@ public:
   LogicalResult lowerState(Operation *op);
   LogicalResult lowerSelection(Operation *op);
   LogicalResult lowerKernel(Operation *op);
+  /// The op being lowered: its result type, operand `i` in the result's
+  /// format, and where its lowered result goes.
+  VTensorType resultTypeOf(Operation *op) { return vt(op->getResult(0)); }
+  Value inOf(Operation *op, unsigned i) {
+    return operandIn(op->getOperand(i), resultTypeOf(op).getFormatKind());
+  }
+  void setResultOf(Operation *op, Value v) { values[op->getResult(0)] = v; }
 
   RankedTensorType tensorType(int64_t d0, int64_t d1) {
     return RankedTensorType::get({ShapedType::kDynamic, d0, d1}, f32Type);
@@ -470,20 +477,13 @@ LogicalResult BodyLowering::lower(Operation *op) {
 /// BinaryElementwiseOpInterface): one linalg.generic-style `generate` over
 /// the result domain.
 LogicalResult BodyLowering::lowerElementwise(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
           [&](auto u) {
             double alpha = u.getAlpha().convertToDouble();
             double beta = u.getBeta().convertToDouble();
             UnaryKind kind = u.getUnaryKind();
-            setResult(elementwise(resultType(), {in(0)},
+            setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0)},
                                   [&](Emitter &x, ValueRange v) {
                                     return emitUnary(x, kind, v[0], alpha,
                                                      beta);
@@ -494,7 +494,7 @@ LogicalResult BodyLowering::lowerElementwise(Operation *op) {
             WhereGreaterOp, WhereGreaterEqualOp, WhereLessOp,
             WhereLessEqualOp>([&](auto bin) {
         BinaryKind kind = bin.getBinaryKind();
-        setResult(elementwise(resultType(), {in(0), in(1)},
+        setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0), inOf(op, 1)},
                               [&](Emitter &x, ValueRange v) {
                                 return emitBinary(x, kind, v[0], v[1], 1.0,
                                                   1.0);
@@ -504,7 +504,7 @@ LogicalResult BodyLowering::lowerElementwise(Operation *op) {
       .Case<AddOp>([&](AddOp add) {
         double alpha = add.getAlpha().convertToDouble();
         double beta = add.getBeta().convertToDouble();
-        setResult(elementwise(resultType(), {in(0), in(1)},
+        setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0), inOf(op, 1)},
                               [&](Emitter &x, ValueRange v) {
                                 return emitBinary(x, BinaryKind::Add, v[0],
                                                   v[1], alpha, beta);
@@ -519,26 +519,19 @@ LogicalResult BodyLowering::lowerElementwise(Operation *op) {
 /// Reductions (ReductionOpInterface): over an inner axis, grouped
 /// (interleave), or over the scored blocks of each row (dim 0).
 LogicalResult BodyLowering::lowerReduction(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<MaxOp, MinOp, MeanOp, SumOp, L2NormOp>([&](auto red) {
         ReduceKind kind = red.getReduceKind();
         int64_t dim = red.getDim();
-        VTensorType rt = resultType();
+        VTensorType rt = resultTypeOf(op);
         if (dim != 0) {
-          setResult(reduceInner(in(0), rt, kind, dim, 1,
+          setResultOf(op, reduceInner(inOf(op, 0), rt, kind, dim, 1,
                                 vt(red.getInput()).getInner(dim)));
           return success();
         }
         // Over the scored range of each row: a batched row per CSR row.
         Value input = operandIn(red.getInput(), Format::Ragged);
-        setResult(generate(
+        setResultOf(op, generate(
             numRows, computeExtent(rt, 1), computeExtent(rt, 2),
             [&](Emitter &x, Value r, Value i, Value j) {
               Segment seg = segmentOfRow(x, r);
@@ -562,7 +555,7 @@ LogicalResult BodyLowering::lowerReduction(Operation *op) {
       })
       .Case<MaxInterleaveOp, MinInterleaveOp, MeanInterleaveOp,
             L2NormInterleaveOp>([&](auto red) {
-        setResult(reduceInner(in(0), resultType(), red.getReduceKind(),
+        setResultOf(op, reduceInner(inOf(op, 0), resultTypeOf(op), red.getReduceKind(),
                               red.getDim(), red.getFactor(), red.getFactor()));
         return success();
       })
@@ -574,17 +567,10 @@ LogicalResult BodyLowering::lowerReduction(Operation *op) {
 /// Contractions (gemm, gemv): a linalg.generic with one reduction
 /// iterator over the shared axis.
 LogicalResult BodyLowering::lowerContraction(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<GeMMOp, GeMVOp>([&](auto mm) {
-        VTensorType rt = resultType();
-        Value xs = in(0), ys = in(1);
+        VTensorType rt = resultTypeOf(op);
+        Value xs = inOf(op, 0), ys = inOf(op, 1);
         Value init = emptyTensor(leadOf(rt.getFormatKind()),
                                  computeExtent(rt, 1), computeExtent(rt, 2));
         Value filled = linalg::FillOp::create(b, loc, ValueRange{e.f32(0.0)},
@@ -593,7 +579,7 @@ LogicalResult BodyLowering::lowerContraction(Operation *op) {
         MLIRContext *ctx = b.getContext();
         AffineExpr s = b.getAffineDimExpr(0), a = b.getAffineDimExpr(1),
                    c = b.getAffineDimExpr(2), k = b.getAffineDimExpr(3);
-        auto op = linalg::GenericOp::create(
+        auto generic = linalg::GenericOp::create(
             b, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
             ValueRange{filled},
             ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx),
@@ -606,7 +592,7 @@ LogicalResult BodyLowering::lowerContraction(Operation *op) {
               linalg::YieldOp::create(
                   nb, l, x.addF(args[2], x.mulF(args[1], args[0])));
             });
-        setResult(op.getResult(0));
+        setResultOf(op, generic.getResult(0));
         return success();
       })
       .Default([&](Operation *other) {
@@ -617,19 +603,12 @@ LogicalResult BodyLowering::lowerContraction(Operation *op) {
 /// Row-segment ops (softmax, normalize, conv1d): each position sees
 /// the scored range of its CSR row.
 LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<SoftmaxOp>([&](SoftmaxOp sm) {
         Value input = operandIn(sm.getInput(), Format::Ragged);
         double scale = sm.getScale().convertToDouble();
-        setResult(segmentOp(
-            resultType(),
+        setResultOf(op, segmentOp(
+            resultTypeOf(op),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               Value m = foldSegment(
                   x, input, seg.lo, seg.hi, i, j, x.f32(kMaskNegative),
@@ -651,8 +630,8 @@ LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
       })
       .Case<NormalizeOp>([&](NormalizeOp nm) {
         Value input = operandIn(nm.getInput(), Format::Ragged);
-        setResult(segmentOp(
-            resultType(),
+        setResultOf(op, segmentOp(
+            resultTypeOf(op),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               Value ss = foldSegment(x, input, seg.lo, seg.hi, i, j,
                                      x.f32(0.0),
@@ -670,8 +649,8 @@ LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
         auto weightAttr = cast<DenseElementsAttr>(conv.getWeight());
         auto wType = cast<ShapedType>(weightAttr.getType());
         int64_t taps = wType.getDimSize(0);
-        int64_t d0 = computeExtent(resultType(), 1);
-        int64_t d1 = computeExtent(resultType(), 2);
+        int64_t d0 = computeExtent(resultTypeOf(op), 1);
+        int64_t d1 = computeExtent(resultTypeOf(op), 2);
         // The taps, zero on padded lanes.
         SmallVector<float> padded(taps * d0 * d1, 0.0f);
         auto w = llvm::to_vector(weightAttr.getValues<float>());
@@ -683,8 +662,8 @@ LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
         auto paddedType = RankedTensorType::get({taps, d0, d1}, f32Type);
         Value weight = arith::ConstantOp::create(
             b, loc, DenseElementsAttr::get(paddedType, ArrayRef<float>(padded)));
-        setResult(segmentOp(
-            resultType(),
+        setResultOf(op, segmentOp(
+            resultTypeOf(op),
             [&](Emitter &x, Segment &seg, Value s, Value i, Value j) {
               // Taps k with s - k >= lo (zero before the segment start).
               Value count = x.minI(x.idx(taps),
@@ -709,18 +688,11 @@ LogicalResult BodyLowering::lowerRowSegment(Operation *op) {
 /// Layout ops (transpose, reshape, kron, mask_slice, mask_lanes):
 /// index maps over the real extents, padded lanes explicit.
 LogicalResult BodyLowering::lowerLayout(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<TransposeOp>([&](TransposeOp) {
-        VTensorType rt = resultType();
-        Value input = in(0);
-        setResult(generate(leadOf(rt.getFormatKind()), computeExtent(rt, 1),
+        VTensorType rt = resultTypeOf(op);
+        Value input = inOf(op, 0);
+        setResultOf(op, generate(leadOf(rt.getFormatKind()), computeExtent(rt, 1),
                            computeExtent(rt, 2),
                            [&](Emitter &x, Value s, Value i, Value j) {
                              return x.extract(input, {s, j, i});
@@ -728,11 +700,11 @@ LogicalResult BodyLowering::lowerLayout(Operation *op) {
         return success();
       })
       .Case<ReshapeOp>([&](ReshapeOp rs) {
-        VTensorType rt = resultType();
+        VTensorType rt = resultTypeOf(op);
         int64_t y1 = vt(rs.getInput()).getD1();
         int64_t x2 = rt.getD0(), y2 = rt.getD1();
-        Value input = in(0);
-        setResult(generate(
+        Value input = inOf(op, 0);
+        setResultOf(op, generate(
             leadOf(rt.getFormatKind()), computeExtent(rt, 1),
             computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
@@ -750,13 +722,13 @@ LogicalResult BodyLowering::lowerLayout(Operation *op) {
         return success();
       })
       .Case<KronOp>([&](KronOp kron) {
-        VTensorType rt = resultType();
+        VTensorType rt = resultTypeOf(op);
         VTensorType xt = vt(kron.getLhs()), yt = vt(kron.getRhs());
         bool isKron[3] = {false, false, false};
         for (int64_t d : kron.getDims())
           isKron[d] = true;
-        Value xs = in(0), ys = in(1);
-        setResult(generate(
+        Value xs = inOf(op, 0), ys = inOf(op, 1);
+        setResultOf(op, generate(
             leadOf(rt.getFormatKind()), computeExtent(rt, 1),
             computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
@@ -783,11 +755,11 @@ LogicalResult BodyLowering::lowerLayout(Operation *op) {
         return success();
       })
       .Case<MaskSliceOp>([&](MaskSliceOp ms) {
-        VTensorType rt = resultType();
+        VTensorType rt = resultTypeOf(op);
         int64_t dim = ms.getDim(), start = ms.getStart(), end = ms.getEnd();
         double alpha = ms.getAlpha().convertToDouble();
         double beta = ms.getBeta().convertToDouble();
-        setResult(generate(
+        setResultOf(op, generate(
             leadOf(rt.getFormatKind()), computeExtent(rt, 1),
             computeExtent(rt, 2),
             [&](Emitter &x, Value, Value i, Value j) {
@@ -800,12 +772,12 @@ LogicalResult BodyLowering::lowerLayout(Operation *op) {
         return success();
       })
       .Case<MaskLanesOp>([&](MaskLanesOp mask) {
-        VTensorType rt = resultType();
-        Value input = in(0);
+        VTensorType rt = resultTypeOf(op);
+        Value input = inOf(op, 0);
         double value = mask.getValue().convertToDouble();
         // The mask keeps its input's domain: a paged operand is masked over
         // the whole pool (it is gathered by block id afterwards).
-        setResult(generate(
+        setResultOf(op, generate(
             e.dim(input, 0), computeExtent(rt, 1),
             computeExtent(rt, 2),
             [&](Emitter &x, Value s, Value i, Value j) {
@@ -825,17 +797,10 @@ LogicalResult BodyLowering::lowerLayout(Operation *op) {
 /// State (load, save, write, fill): gathers and scatters of the
 /// paged fields by block id.
 LogicalResult BodyLowering::lowerState(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<LoadOp>([&](LoadOp load) {
-        VTensorType rt = resultType();
-        setResult(gather(values.lookup(load.getField()), blockIds,
+        VTensorType rt = resultTypeOf(op);
+        setResultOf(op, gather(values.lookup(load.getField()), blockIds,
                          computeExtent(rt, 1), computeExtent(rt, 2)));
         return success();
       })
@@ -888,13 +853,6 @@ LogicalResult BodyLowering::lowerState(Operation *op) {
 /// Selection (topk, approx_topk, trtllm_topk, union): the sparse
 /// outputs.
 LogicalResult BodyLowering::lowerSelection(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<TopKOp, ApproxTopKOp>([&](auto sel) {
         // approx_topk is exact here: recall 1 >= 1 - tolerate_ratio.
@@ -924,13 +882,6 @@ LogicalResult BodyLowering::lowerSelection(Operation *op) {
 
 /// A vortex.kernel: its body, op by op.
 LogicalResult BodyLowering::lowerKernel(Operation *op) {
-  auto resultType = [&]() { return vt(op->getResult(0)); };
-  auto in = [&](unsigned i) {
-    return operandIn(op->getOperand(i), resultType().getFormatKind());
-  };
-  auto setResult = [&](Value v) { values[op->getResult(0)] = v; };
-  (void)in;
-  (void)setResult;
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<KernelOp>([&](KernelOp kernel) {
         for (Operation &inner : kernel.getBody().front()) {
