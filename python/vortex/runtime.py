@@ -16,7 +16,10 @@ tensors. The public way to run a flow is its torch ops (`vortex.load`,
 * Launches go on the current stream of the tensors' device, inside a device
   guard that restores the caller's device and context. Scratch comes from
   torch's caching allocator for each call (stream-ordered, and from the
-  graph's pool during a CUDA-graph capture). No check reads device memory.
+  graph's pool during a CUDA-graph capture). No launch reads device memory
+  on the host: the kernels' guards record bad block ids and a malformed CSR
+  in a per-device status buffer (a ("ptr", address, numel) plan parameter),
+  which `check()` reads, synchronizing, when asked (docs/gpu.md "Guards").
 
 At first use on a device, the manifest's parameter lists are checked
 against the PTX's `.entry` signatures (a buffer is five 64-bit parameters,
