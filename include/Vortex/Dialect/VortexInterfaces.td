@@ -34,6 +34,12 @@ def Vortex_UnaryElementwiseOpInterface : OpInterface<"UnaryElementwiseOpInterfac
   let methods = [
     InterfaceMethod<"The unary kind.", "::mlir::vortex::UnaryKind",
       "getUnaryKind", (ins)>,
+    InterfaceMethod<"alpha of the op's formula (its default when absent).",
+      "double", "getAlphaValue", (ins),
+      [{ return $_op.getAlpha().convertToDouble(); }]>,
+    InterfaceMethod<"beta of the op's formula (its default when absent).",
+      "double", "getBetaValue", (ins),
+      [{ return $_op.getBeta().convertToDouble(); }]>,
   ];
 }
 

@@ -492,33 +492,30 @@ TileRef TileKernel::lower(Operation *op) {
   auto resultType = [&]() {
     return cast<VTensorType>(op->getResult(0).getType());
   };
+  // Elementwise ops by their interfaces; the scalar semantics are shared
+  // with the linalg lowering (ScalarBuilder).
+  if (auto un = dyn_cast<UnaryElementwiseOpInterface>(op)) {
+    double alpha = un.getAlphaValue(), beta = un.getBetaValue();
+    UnaryKind kind = un.getUnaryKind();
+    return elementwise(resultType(), {operand(0)},
+                       [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) {
+                         return emitUnary(g, kind, v[0], alpha, beta);
+                       });
+  }
+  if (auto bin = dyn_cast<BinaryElementwiseOpInterface>(op)) {
+    BinaryKind kind = bin.getBinaryKind();
+    double alpha = 1.0, beta = 1.0;
+    if (auto add = dyn_cast<AddOp>(op)) {
+      alpha = add.getAlpha().convertToDouble();
+      beta = add.getBeta().convertToDouble();
+    }
+    return elementwise(
+        resultType(), {operand(0), operand(1)},
+        [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) -> Value {
+          return emitBinary(g, kind, v[0], v[1], alpha, beta);
+        });
+  }
   return TypeSwitch<Operation *, TileRef>(op)
-      .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
-          [&](auto u) {
-            double alpha = u.getAlpha().convertToDouble();
-            double beta = u.getBeta().convertToDouble();
-            UnaryKind kind = u.getUnaryKind();
-            return elementwise(resultType(), {operand(0)},
-                               [=](Gen &g, ArrayRef<Value> v, int64_t,
-                                   int64_t) {
-                                 return emitUnary(g, kind, v[0], alpha, beta);
-                               });
-          })
-      .Case<MaximumOp, MinimumOp, MultiplyOp, AddOp, WhereEqualOp,
-            WhereNotEqualOp, WhereGreaterOp, WhereGreaterEqualOp, WhereLessOp,
-            WhereLessEqualOp>([&](auto bin) {
-        BinaryKind kind = bin.getBinaryKind();
-        double alpha = 1.0, beta = 1.0;
-        if (auto add = dyn_cast<AddOp>(op)) {
-          alpha = add.getAlpha().convertToDouble();
-          beta = add.getBeta().convertToDouble();
-        }
-        return elementwise(
-            resultType(), {operand(0), operand(1)},
-            [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) -> Value {
-              return emitBinary(g, kind, v[0], v[1], alpha, beta);
-            });
-      })
       .Case<MaskLanesOp>([&](MaskLanesOp mask) {
         TileRef in = operand(0);
         double value = mask.getValue().convertToDouble();

@@ -477,43 +477,29 @@ LogicalResult BodyLowering::lower(Operation *op) {
 /// BinaryElementwiseOpInterface): one linalg.generic-style `generate` over
 /// the result domain.
 LogicalResult BodyLowering::lowerElementwise(Operation *op) {
-  return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ReluOp, SigmoidOp, SiluOp, AbsOp, AddMulOp, LogOp, ExpOp>(
-          [&](auto u) {
-            double alpha = u.getAlpha().convertToDouble();
-            double beta = u.getBeta().convertToDouble();
-            UnaryKind kind = u.getUnaryKind();
-            setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0)},
-                                  [&](Emitter &x, ValueRange v) {
-                                    return emitUnary(x, kind, v[0], alpha,
-                                                     beta);
-                                  }));
-            return success();
-          })
-      .Case<MaximumOp, MinimumOp, MultiplyOp, WhereEqualOp, WhereNotEqualOp,
-            WhereGreaterOp, WhereGreaterEqualOp, WhereLessOp,
-            WhereLessEqualOp>([&](auto bin) {
-        BinaryKind kind = bin.getBinaryKind();
-        setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0), inOf(op, 1)},
+  if (auto un = dyn_cast<UnaryElementwiseOpInterface>(op)) {
+    double alpha = un.getAlphaValue(), beta = un.getBetaValue();
+    UnaryKind kind = un.getUnaryKind();
+    setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0)},
+                                [&](Emitter &x, ValueRange v) {
+                                  return emitUnary(x, kind, v[0], alpha,
+                                                   beta);
+                                }));
+    return success();
+  }
+  auto bin = cast<BinaryElementwiseOpInterface>(op);
+  BinaryKind kind = bin.getBinaryKind();
+  double alpha = 1.0, beta = 1.0;
+  if (auto add = dyn_cast<AddOp>(op)) {
+    alpha = add.getAlpha().convertToDouble();
+    beta = add.getBeta().convertToDouble();
+  }
+  setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0), inOf(op, 1)},
                               [&](Emitter &x, ValueRange v) {
-                                return emitBinary(x, kind, v[0], v[1], 1.0,
-                                                  1.0);
+                                return emitBinary(x, kind, v[0], v[1], alpha,
+                                                  beta);
                               }));
-        return success();
-      })
-      .Case<AddOp>([&](AddOp add) {
-        double alpha = add.getAlpha().convertToDouble();
-        double beta = add.getBeta().convertToDouble();
-        setResultOf(op, elementwise(resultTypeOf(op), {inOf(op, 0), inOf(op, 1)},
-                              [&](Emitter &x, ValueRange v) {
-                                return emitBinary(x, BinaryKind::Add, v[0],
-                                                  v[1], alpha, beta);
-                              }));
-        return success();
-      })
-      .Default([&](Operation *other) {
-        return other->emitOpError("cannot be lowered to linalg");
-      });
+  return success();
 }
 
 /// Reductions (ReductionOpInterface): over an inner axis, grouped
