@@ -162,6 +162,8 @@ private:
   /// What the persistent loop of a score kernel is built from.
   struct IndexerLoop {
     Value indptr, indices, rows, total, s0, sEnd;
+    /// num_blocks - 1 (i32), when the kernel gathers by block id.
+    Value lastBlock;
     int64_t unroll = 1;
     bool hoist = false;
     SmallVector<Type> carryTypes;
@@ -187,7 +189,8 @@ private:
   bool byBlock = false;
   std::string statusBuf;
   unsigned statusArg = 0;
-  Value status, numBlocks, lastBlock32, nblk, group;
+  /// The status buffer, and the i32 num_blocks argument (byBlock only).
+  Value status, numBlocksArg, nblk, group;
   int64_t groupsPerCTA = 1;
 };
 
@@ -728,13 +731,12 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
   // block id, or reads the dense CSR, takes the status buffer and num_blocks
   // last, so the leading parameters keep their places.
   byBlock = !indexerSide ||
-                 llvm::any_of(stores, [](const PendingStore &st) {
-                   return st.byBlockId;
-                 }) ||
-                 llvm::any_of(inputs, [](Value v) {
-                   auto t = cast<VTensorType>(v.getType());
-                   return t.isPaged() || t.isSlotted();
-                 });
+            llvm::any_of(stores,
+                         [](const PendingStore &st) { return st.byBlockId; }) ||
+            llvm::any_of(inputs, [](Value v) {
+              auto t = cast<VTensorType>(v.getType());
+              return t.isPaged() || t.isSlotted();
+            });
   statusBuf = ctx.statusBuffer();
   statusArg = params.size();
   params.push_back({statusBuf, true, i32});
@@ -1013,7 +1015,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
       // alone: one live value, and the address math stays a 32-bit
       // wide multiply.
       items[u].blockOk =
-          y.cmpI(arith::CmpIPredicate::ule, raw, lastBlock32);
+          y.cmpI(arith::CmpIPredicate::ule, raw, L.lastBlock);
       y.ifThen(y.andI(validOf.back(), y.notI(items[u].blockOk)),
                [&](Gen &z) {
                  z.recordStatus(status, abi::kBadDenseIndex, raw,
@@ -1021,7 +1023,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
                });
       // One umin: an id past the end reads the last block (the
       // runtime refuses an empty pool with a non-empty CSR).
-      raw = y.minU(raw, lastBlock32);
+      raw = y.minU(raw, L.lastBlock);
     }
     raw = y.toIndex(raw);
     items[u].blockId = raw;
@@ -1127,6 +1129,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   OpBuilder &b = *builder;
   Gen g = gen();
   bool ok = true;
+  Value lastBlock = byBlock ? g.sub(numBlocksArg, g.i32(1)) : Value();
   Value indptr = func.getArgument(0), indices = func.getArgument(1);
   Value rows = g.toIndex(scalarArg);
   // The CSR's end must be the extent of dense_kv_indices (docs/contract.md);
@@ -1152,6 +1155,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   L.total = total;
   L.s0 = s0;
   L.sEnd = sEnd;
+  L.lastBlock = lastBlock;
   if (!planHoist(L))
     ok = false;
   L.unroll = itemsPerLoop(L);
@@ -1210,6 +1214,7 @@ bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
   OpBuilder &b = *builder;
   Gen g = gen();
   bool ok = true;
+  Value numBlocks = g.toIndex(numBlocksArg);
   Value blockIds = func.getArgument(0);
   Value numNew = g.toIndex(scalarArg);
   Value any = g.cmpI(arith::CmpIPredicate::ugt, numNew, g.idx(0));
@@ -1276,10 +1281,7 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   Value scalarArg = func.getArgument(2 + (indexerSide ? 0 : -1));
   status = func.getArgument(statusArg);
   Gen g = gen();
-  numBlocks =
-      byBlock ? g.toIndex(func.getArgument(statusArg + 1)) : Value();
-  lastBlock32 =
-      byBlock ? g.sub(func.getArgument(statusArg + 1), g.i32(1)) : Value();
+  numBlocksArg = byBlock ? func.getArgument(statusArg + 1) : Value();
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   nblk = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
