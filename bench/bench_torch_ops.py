@@ -124,16 +124,18 @@ def triton_score(rows: int, n: int, G: int, D: int):
     return launch
 
 
-def bench(path: str, B: int, args) -> List[Dict[str, object]]:
-    m = Manifest.from_file(path)
-    flow = vortex.load(path)
+def indexer_problem(m: Manifest, R: int, n: int, seed: int = 0):
+    """Inputs of one indexer step on the GPU: R rows of n blocks each over
+    a pool of R * n blocks in random order, random cache and q in the
+    manifest's dtypes, zeroed outputs. Returns (cache, q, dense_kv_indptr,
+    dense_kv_indices, sparse_kv_indptr, sparse_kv_indices); the benchmarks
+    and the host-cost probes share it."""
     cfg = m.config
     G, D = int(cfg["group_size"]), int(cfg["head_dim"])
-    R, n = B * args.heads, args.blocks
     total = R * n
     dev = torch.device("cuda")
     g = torch.Generator(device=dev)
-    g.manual_seed(0)
+    g.manual_seed(seed)
     cache = {}
     for name, (shape, dt) in m.cache_shapes(total).items():
         cache[name] = torch.randn(shape, generator=g, device=dev).to(
@@ -144,6 +146,17 @@ def bench(path: str, B: int, args) -> List[Dict[str, object]]:
     ix = torch.randperm(total, generator=g, device=dev).to(torch.int32)
     sp = torch.zeros(R + 1, dtype=torch.int32, device=dev)
     si = torch.zeros(total, dtype=torch.int32, device=dev)
+    return cache, q, ip, ix, sp, si
+
+
+def bench(path: str, B: int, args) -> List[Dict[str, object]]:
+    m = Manifest.from_file(path)
+    flow = vortex.load(path)
+    cfg = m.config
+    G, D = int(cfg["group_size"]), int(cfg["head_dim"])
+    R, n = B * args.heads, args.blocks
+    total = R * n
+    cache, q, ip, ix, sp, si = indexer_problem(m, R, n)
 
     def eager():
         flow.indexer(q, cache, ip, ix, sp, si)
@@ -199,7 +212,7 @@ def bench(path: str, B: int, args) -> List[Dict[str, object]]:
     if "centroids" in cache and args.triton:
         try:
             launch = triton_score(R, n, G, D)
-            score = torch.empty(total, dtype=torch.float32, device=dev)
+            score = torch.empty(total, dtype=torch.float32, device=q.device)
 
             def tri():
                 launch(q, cache["centroids"], ip, ix, score)

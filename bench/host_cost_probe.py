@@ -22,11 +22,12 @@ import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
+sys.path.insert(0, _HERE)
 
 import torch  # noqa: E402
 
 import vortex  # noqa: E402
-from vortex.manifest import DTYPES  # noqa: E402
+from bench_torch_ops import indexer_problem  # noqa: E402
 
 
 def per_call(fn, calls: int, bursts: int = 10) -> float:
@@ -53,16 +54,8 @@ def main() -> int:
     flow = vortex.load(args.manifest)
     m = flow.manifest
     R, n = args.rows, args.blocks
-    total = R * n
     dev = torch.device("cuda")
-    cache = {k: torch.randn(s, device=dev).to(getattr(torch, DTYPES[d][0]))
-             for k, (s, d) in m.cache_shapes(total).items()}
-    G, D = int(m.config["group_size"]), int(m.config["head_dim"])
-    q = torch.randn(R, G, D, device=dev).to(torch.bfloat16)
-    ip = (torch.arange(R + 1, device=dev) * n).to(torch.int32)
-    ix = torch.randperm(total, device=dev).to(torch.int32)
-    sp = torch.zeros(R + 1, dtype=torch.int32, device=dev)
-    si = torch.zeros(total, dtype=torch.int32, device=dev)
+    cache, q, ip, ix, sp, si = indexer_problem(m, R, n)
     names = m.cache_names()
     iargs = [q] + [cache[c] for c in names] + [ip, ix, sp, si]
     none = torch.empty(0, dtype=torch.int32, device=dev)

@@ -27,23 +27,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 import torch  # noqa: E402
 
 import vortex  # noqa: E402
-from bench_torch_ops import host_us  # noqa: E402
-from vortex.manifest import DTYPES, Manifest  # noqa: E402
+from bench_torch_ops import host_us, indexer_problem  # noqa: E402
+from vortex.manifest import Manifest  # noqa: E402
 
 
 def setup(path: str, B: int, heads: int, n: int):
     m = Manifest.from_file(path)
     flow = vortex.load(path)
-    R, total = B * heads, B * heads * n
-    dev = torch.device("cuda")
-    cache = {k: torch.randn(s, device=dev).to(getattr(torch, DTYPES[d][0]))
-             for k, (s, d) in m.cache_shapes(total).items()}
-    G, D = int(m.config["group_size"]), int(m.config["head_dim"])
-    q = torch.randn(R, G, D, device=dev).to(torch.bfloat16)
-    ip = (torch.arange(R + 1, device=dev) * n).to(torch.int32)
-    ix = torch.randperm(total, device=dev).to(torch.int32)
-    sp = torch.zeros(R + 1, dtype=torch.int32, device=dev)
-    si = torch.zeros(total, dtype=torch.int32, device=dev)
+    cache, q, ip, ix, sp, si = indexer_problem(m, B * heads, n)
     return lambda: flow.indexer(q, cache, ip, ix, sp, si)
 
 
