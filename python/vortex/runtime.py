@@ -493,7 +493,8 @@ class CompiledFlowGPU:
         symbols = validate_step(m, step, tensors, ("cuda", dev),
                                 [a for a in m.steps[step].args
                                  if a not in used])
-        # An empty pool has no block 0 for the guards to read instead.
+        # An empty pool has no block for the guards to read in place of a
+        # bad id.
         if symbols.get("num_blocks") == 0:
             for sym, t in (("total", "dense_kv_indices"),
                            ("num_new", "block_ids")):
