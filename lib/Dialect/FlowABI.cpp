@@ -32,6 +32,13 @@ StringRef abi::stringifyStep(Step step) {
   return step == Step::Indexer ? "indexer" : "cache";
 }
 
+ArrayRef<StatusFlagDef> abi::getStatusFlags() {
+  static const StatusFlagDef flags[] = {{kBadDenseIndex, kDenseIndices},
+                                        {kBadBlockId, kBlockIds},
+                                        {kBadIndptr, kDenseIndptr}};
+  return flags;
+}
+
 ArrayRef<SymbolDef> abi::getSymbols() {
   static const SymbolDef symbols[] = {{kRows, kDenseIndptr},
                                       {kTotal, kDenseIndices},
@@ -226,13 +233,18 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
       else
         shape.push_back(b.getStringAttr(d));
     }
-    tensorAttrs.push_back(b.getNamedAttr(
-        name, b.getDictionaryAttr(
-                  {b.getNamedAttr("role", b.getStringAttr(stringifyRole(
-                                              rec.role))),
-                   b.getNamedAttr("dtype",
-                                  b.getStringAttr(dtypeName(rec.elementType))),
-                   b.getNamedAttr("shape", b.getArrayAttr(shape))})));
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr("role", b.getStringAttr(stringifyRole(rec.role))),
+        b.getNamedAttr("dtype", b.getStringAttr(dtypeName(rec.elementType))),
+        b.getNamedAttr("shape", b.getArrayAttr(shape))};
+    if (rec.role == Role::Status) {
+      SmallVector<NamedAttribute> flags;
+      for (const StatusFlagDef &f : getStatusFlags())
+        flags.push_back(b.getNamedAttr(f.tensor, b.getI64IntegerAttr(f.flag)));
+      fields.push_back(b.getNamedAttr("flags", b.getDictionaryAttr(flags)));
+    }
+    tensorAttrs.push_back(
+        b.getNamedAttr(name, b.getDictionaryAttr(fields)));
   }
   SmallVector<NamedAttribute> symbols;
   for (const SymbolDef &s : getSymbols())

@@ -155,6 +155,8 @@ class TensorSpec:
     role: str
     dtype: str
     shape: Tuple[Dim, ...]
+    # The status tensor: (tensor, bit) of each guard flag, from the manifest.
+    flags: Tuple[Tuple[str, int], ...] = ()
 
     @property
     def torch_dtype(self) -> str:
@@ -317,7 +319,26 @@ class Manifest:
                             f"[1, {INT32_MAX}]")
             if d.symbol is not None and d.const > INT32_MAX:
                 raise _fail(where, f"extent {d} is out of range")
-        return TensorSpec(name, role, dtype, dims)
+        flags = self._parse_flags(where, t.get("flags")) \
+            if role == "status" else ()
+        return TensorSpec(name, role, dtype, dims, flags)
+
+    @staticmethod
+    def _parse_flags(where: str, raw: Any) -> Tuple[Tuple[str, int], ...]:
+        """The guard flags of a status tensor: distinct single bits."""
+        if not isinstance(raw, dict) or not raw:
+            raise _fail(where, "a status tensor needs its 'flags' "
+                        "(tensor name -> bit)")
+        flags, seen = [], 0
+        for name, bit in raw.items():
+            if (not isinstance(bit, int) or isinstance(bit, bool) or
+                    bit <= 0 or bit > INT32_MAX or bit & (bit - 1) or
+                    bit & seen):
+                raise _fail(where, f"flag {name!r}: {bit!r} is not a "
+                            "distinct single bit")
+            seen |= bit
+            flags.append((str(name), bit))
+        return tuple(sorted(flags, key=lambda f: f[1]))
 
     def _parse_step(self, where: str, step: str, raw: Any) -> StepSpec:
         try:
@@ -478,6 +499,13 @@ class Manifest:
         """Names of the indexer kernels that do not write the selection."""
         return [k.kernel for k in self.steps["indexer"].kernels
                 if not k.is_selection()]
+
+    def describe_status(self, words: Sequence[int]) -> Optional[str]:
+        """A sentence for the status words of this flow's kernels, or None
+        when no guard failed."""
+        name = self.status_tensor()
+        flags = self.tensors[name].flags if name else ()
+        return describe_status(words, flags)
 
     def status_tensor(self) -> Optional[str]:
         """The guards' status buffer (role `status`), if the kernels have
@@ -699,30 +727,33 @@ def check_csr(indptr: Sequence[int], indices: Sequence[int],
             seen.add(b)
 
 
-# The GPU guards' status words (FlowABI.h `StatusFlag`, docs/gpu.md
-# "Guards"): word 0 ORs these flags, word 1 holds an offending value, word 2
-# its position, word 3 counts the bad entries.
-STATUS_FLAGS = (
-    (1, "dense_kv_indices", "a block id outside [0, num_blocks) (num_blocks "
-        "= k.shape[0]); the block was scored as block 0 and nothing was "
-        "written by its id"),
-    (2, "block_ids", "a block id >= num_blocks (num_blocks = k.shape[0]); "
-        "it was skipped"),
-    (4, "dense_kv_indptr", "not a CSR over dense_kv_indices (it must start "
-        "at 0, not decrease and end at len(dense_kv_indices)); rows were "
-        "clamped into range and a row whose selection did not fit was not "
-        "written"),
-)
+# What a failed guard means, by the tensor its flag names (the bits come from
+# the manifest's status tensor, FlowABI.h `getStatusFlags`; docs/gpu.md
+# "Guards"). Word 0 of the status ORs the flags, word 1 holds an offending
+# value, word 2 its position, word 3 counts the bad entries.
+_STATUS_MEANING = {
+    "dense_kv_indices": "a block id outside [0, num_blocks) (num_blocks = "
+                        "k.shape[0]); the block was scored as block 0 and "
+                        "nothing was written by its id",
+    "block_ids": "a block id >= num_blocks (num_blocks = k.shape[0]); it "
+                 "was skipped",
+    "dense_kv_indptr": "not a CSR over dense_kv_indices (it must start at 0, "
+                       "not decrease and end at len(dense_kv_indices)); rows "
+                       "were clamped into range and a row whose selection "
+                       "did not fit was not written",
+}
 
 
-def describe_status(words: Sequence[int]) -> Optional[str]:
-    """A sentence for the status words, or None when no guard failed."""
-    flags, value, pos, count = (list(int(w) for w in words) + [0] * 4)[:4]
-    if not flags:
+def describe_status(words: Sequence[int],
+                    flags: Sequence[Tuple[str, int]]) -> Optional[str]:
+    """A sentence for the status words, given the manifest's (tensor, bit)
+    flags; None when no guard failed."""
+    flag_word, value, pos, count = (list(int(w) for w in words) + [0] * 4)[:4]
+    if not flag_word:
         return None
-    parts = [f"{name}: {what}" for bit, name, what in STATUS_FLAGS
-             if flags & bit]
-    unknown = flags & ~sum(bit for bit, _, _ in STATUS_FLAGS)
+    parts = [f"{name}: {_STATUS_MEANING.get(name, 'bad entries')}"
+             for name, bit in flags if flag_word & bit]
+    unknown = flag_word & ~sum(bit for _, bit in flags)
     if unknown:
         parts.append(f"unknown status flags {unknown:#x}")
     return (f"{count} bad entr{'y' if count == 1 else 'ies'} since the last "

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest import (DTYPES, KernelSpec, Manifest, buffer_bytes,
-                       describe_status, grid_size, validate_step)
+                       grid_size, validate_step)
 
 __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
            "check_ptx",
@@ -460,7 +460,7 @@ class CompiledFlowGPU:
         devices = sorted(self._states) if device is None else [int(device)]
         for index in devices:
             words = self.read_status(index)
-            msg = describe_status(words) if words else None
+            msg = self.manifest.describe_status(words) if words else None
             if msg:
                 raise FlowCheckError(f"vortex flow {self.flow!r} on "
                                      f"cuda:{index}: {msg}")

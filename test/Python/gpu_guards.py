@@ -62,20 +62,42 @@ report([v.value for v in vals[:5]] == [0x7f0000001000, 0x7f0000001000, 0, 4,
        "plan: ('ptr', address, numel) is the descriptor of that address",
        [v.value for v in vals])
 
-# Decoding the status words.
-report(mf.describe_status([0, 0, 0, 0]) is None,
+# The flag bits come from the manifest (FlowABI.h getStatusFlags).
+report(m.tensors[status].flags == (("dense_kv_indices", 1), ("block_ids", 2),
+                                   ("dense_kv_indptr", 4)),
+       "manifest: the status tensor carries the guard flags",
+       m.tensors[status].flags)
+for bad_flags, what in (({}, "needs its 'flags'"),
+                        ({"block_ids": 3}, "not a distinct single bit"),
+                        ({"a": 2, "b": 2}, "not a distinct single bit"),
+                        ({"a": True}, "not a distinct single bit")):
+    bad = json.loads(json.dumps(raw))
+    bad["tensors"]["status"]["flags"] = bad_flags
+    try:
+        mf.Manifest(bad)
+        ok, err = False, "accepted"
+    except ValueError as e:
+        ok, err = what in str(e) and "status" in str(e), str(e)
+    report(ok, f"manifest: status flags {bad_flags} refused", err)
+
+# Decoding the status words, with the manifest's flags.
+report(m.describe_status([0, 0, 0, 0]) is None,
        "status: all zero means no guard failed")
-msg = mf.describe_status([1, 1000003, 17, 2])
+msg = m.describe_status([1, 1000003, 17, 2])
 report(msg is not None and "dense_kv_indices" in msg and "1000003" in msg
        and "position 17" in msg and msg.startswith("2 bad entries"),
        "status: flag 1 names dense_kv_indices, the value and position", msg)
-msg = mf.describe_status([2 | 4, -1, 3, 1])
+msg = m.describe_status([2 | 4, -1, 3, 1])
 report(msg is not None and "block_ids" in msg and "dense_kv_indptr" in msg
        and msg.startswith("1 bad entry"),
        "status: flags 2 and 4 name block_ids and dense_kv_indptr", msg)
-msg = mf.describe_status([64, 0, 0, 1])
+msg = m.describe_status([64, 0, 0, 1])
 report(msg is not None and "unknown status flags 0x40" in msg,
        "status: an unknown flag is reported, not dropped", msg)
+# A reader follows the manifest's bits, not constants of its own.
+msg = mf.describe_status([8, 5, 0, 1], (("block_ids", 8),))
+report(msg is not None and "block_ids" in msg and "unknown" not in msg,
+       "status: the bits are the manifest's", msg)
 
 # The status tensor as a step argument is refused, naming it.
 bad = json.loads(json.dumps(raw))

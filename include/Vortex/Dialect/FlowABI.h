@@ -60,6 +60,13 @@ enum StatusFlag : int32_t {
   kBadBlockId = 2,    ///< a block_ids entry >= num_blocks
   kBadIndptr = 4,     ///< dense_kv_indptr not a CSR over dense_kv_indices
 };
+/// Each flag and the tensor whose entries it reports; the manifest's status
+/// tensor carries this table (`"flags"`), so readers take the bits from it.
+struct StatusFlagDef {
+  StatusFlag flag;
+  llvm::StringLiteral tensor;
+};
+llvm::ArrayRef<StatusFlagDef> getStatusFlags();
 enum class Step { Indexer, Cache };
 llvm::StringRef stringifyRole(Role role);
 llvm::StringRef stringifyStep(Step step);
