@@ -25,6 +25,9 @@ def Vortex_ReductionOpInterface : OpInterface<"ReductionOpInterface"> {
       "getReduceKind", (ins)>,
     InterfaceMethod<"The reduced axis.", "int64_t", "getReducedDim", (ins),
       "", [{ return $_op.getDim(); }]>,
+    InterfaceMethod<[{Entries folded into one: `factor` for an interleaved
+      reduction, 0 (the whole axis) for a plain one.}],
+      "int64_t", "getGroupFactor", (ins), "", [{ return 0; }]>,
   ];
 }
 

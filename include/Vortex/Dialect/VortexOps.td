@@ -154,7 +154,8 @@ def Vortex_L2NormOp : Vortex_ReduceOp<"l2norm", "L2Norm",
     "`sqrt(sum x^2)` along `dim` (a norm, not an RMS)">;
 
 class Vortex_InterleaveOp<string mnemonic, string kind>
-    : Vortex_WOp<mnemonic, [Pure, Vortex_ReductionOpInterface]> {
+    : Vortex_WOp<mnemonic, [Pure, DeclareOpInterfaceMethods<
+        Vortex_ReductionOpInterface, ["getGroupFactor"]>]> {
   let summary = "cache-side " # kind # " over consecutive groups of `factor`";
   let description = [{
     vortex_torch cache `}] # kind # [{Interleave(dim, k)`: folds each run of
@@ -172,12 +173,11 @@ class Vortex_InterleaveOp<string mnemonic, string kind>
   let results = (outs Vortex_FloatVTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    ::mlir::vortex::ReduceKind getReduceKind() {
+  let extraClassDefinition = [{
+    ::mlir::vortex::ReduceKind $cppClass::getReduceKind() {
       return ::mlir::vortex::ReduceKind::}] # kind # [{;
     }
-  }];
-  let extraClassDefinition = [{
+    int64_t $cppClass::getGroupFactor() { return getFactor(); }
     ::llvm::LogicalResult $cppClass::verify() {
       return ::mlir::vortex::detail::verifyInterleaveOp(getOperation(),
                                                         getDim(), getFactor());

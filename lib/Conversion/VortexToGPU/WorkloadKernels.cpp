@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "TileOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,21 +24,6 @@ using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
 namespace {
-
-struct Tile;
-using TileRef = std::shared_ptr<Tile>;
-
-/// A per-item tile: element (r, e) is row r and, for a distributed tile,
-/// column laneInItem * perLane + e, else column e.
-struct Tile {
-  int64_t d0 = 1, d1 = 1;         // computed extents
-  int64_t realD0 = 1, realD1 = 1; // real extents
-  bool distributed = false;
-  int64_t perLane = 1;            // distributed: columns per lane
-  std::function<Value(int64_t r, int64_t e)> at;
-
-  int64_t width() const { return distributed ? perLane : d1; }
-};
 
 struct PendingStore {
   Value value;        // the vortex value whose tile is stored
@@ -51,10 +36,12 @@ struct PendingStore {
   VTensorType fillType;
 };
 
-class TileKernel {
+/// The kernel skeletons; the op emitters are TileBuilder's (TileOps.h).
+class TileKernel : TileBuilder {
 public:
   TileKernel(FlowContext &ctx, Operation *root, bool indexerSide)
-      : ctx(ctx), root(root), indexerSide(indexerSide) {
+      : TileBuilder(root->getContext()), ctx(ctx), root(root),
+        indexerSide(indexerSide) {
     if (auto kernel = dyn_cast<KernelOp>(root)) {
       for (Operation &op : kernel.getBody().front())
         if (!isa<YieldOp>(op))
@@ -72,48 +59,10 @@ private:
   bool indexerSide;
   SmallVector<Operation *> ops;
 
-  // Emission state.
-  OpBuilder *builder = nullptr;
-  Location loc = UnknownLoc::get(root->getContext());
-  int64_t lanes = 1;
-  Value laneInItem;
-  bool unsupported = false;
-  DenseMap<Value, TileRef> tiles;
   DenseMap<StringRef, Value> buffers; // param name -> memref
-
-  Gen gen() { return Gen{*builder, loc}; }
 
   bool contains(Operation *op) {
     return op && (op == root || root->isProperAncestor(op));
-  }
-
-  /// Columns of the distributed layout for an extent, or 0 if replicated.
-  int64_t perLaneFor(int64_t d1) {
-    if (lanes == 1 || d1 % lanes != 0)
-      return 0;
-    return d1 / lanes;
-  }
-
-  Value column(const Tile &t, int64_t e) {
-    Gen g = gen();
-    if (!t.distributed)
-      return g.idx(e);
-    return g.add(g.mul(laneInItem, g.idx(t.perLane)), g.idx(e));
-  }
-
-  TileRef makeTile(VTensorType type, bool distributed) {
-    auto t = std::make_shared<Tile>();
-    t->d0 = computeExtent(type, 1);
-    t->d1 = computeExtent(type, 2);
-    t->realD0 = type.getD0();
-    t->realD1 = type.getD1();
-    t->distributed = distributed;
-    t->perLane = distributed ? t->d1 / lanes : t->d1;
-    // Until an op gives it its elements: the placeholder an op returns for a
-    // layout it cannot handle (`unsupported`) must still emit, since the
-    // attempt is finished, discarded and redone in narrow mode.
-    t->at = [this](int64_t, int64_t) { return gen().f32(0.0); };
-    return t;
   }
 
   TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch);
@@ -126,17 +75,6 @@ private:
   SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
                                     const Tile &shape, Type storage,
                                     bool isScratch);
-  TileRef lower(Operation *op);
-  TileRef elementwise(VTensorType resultType, ArrayRef<TileRef> ins,
-                      std::function<Value(Gen &, ArrayRef<Value>, int64_t r,
-                                          int64_t e)>
-                          fn);
-  TileRef reduceColumns(TileRef in, VTensorType resultType, ReduceKind kind,
-                        int64_t group, int64_t realCount);
-  TileRef reduceRows(TileRef in, VTensorType resultType, ReduceKind kind,
-                     int64_t group, int64_t realCount);
-  TileRef contract(TileRef x, TileRef y, VTensorType resultType);
-  Value clusterReduce(Value v, ReduceKind kind);
   void storeTile(const Tile &t, ArrayRef<Value> values, Value memref,
                  Value rowBase, Type storage, bool isScratch);
   SmallVector<Value> materialize(const Tile &t);
@@ -338,303 +276,6 @@ void TileKernel::storeTile(const Tile &t, ArrayRef<Value> values,
     return;
   }
   g.ifThen(g.cmpI(arith::CmpIPredicate::eq, laneInItem, g.idx(0)), body);
-}
-
-//===----------------------------------------------------------------------===//
-// Ops
-//===----------------------------------------------------------------------===//
-
-Value TileKernel::clusterReduce(Value v, ReduceKind kind) {
-  if (lanes == 1)
-    return v;
-  gpu::AllReduceOperation op = gpu::AllReduceOperation::ADD;
-  if (kind == ReduceKind::Max)
-    op = gpu::AllReduceOperation::MAXIMUMF;
-  else if (kind == ReduceKind::Min)
-    op = gpu::AllReduceOperation::MINIMUMF;
-  return gpu::SubgroupReduceOp::create(*builder, loc, v, op,
-                                       /*uniform=*/false,
-                                       static_cast<uint32_t>(lanes));
-}
-
-static Value finish(Gen &g, ReduceKind kind, Value acc, int64_t count) {
-  return finishReduction(g, kind, acc, g.f32(static_cast<double>(count)));
-}
-
-TileRef TileKernel::elementwise(
-    VTensorType resultType, ArrayRef<TileRef> ins,
-    std::function<Value(Gen &, ArrayRef<Value>, int64_t, int64_t)> fn) {
-  int64_t rd1 = computeExtent(resultType, 2);
-  // The result is distributed iff an operand is distributed over the
-  // result's columns; replicated operands must then broadcast a column.
-  bool distributed = false;
-  for (const TileRef &t : ins)
-    if (t->distributed && t->d1 == rd1)
-      distributed = true;
-  for (const TileRef &t : ins) {
-    if (distributed && !t->distributed && t->d1 != 1)
-      unsupported = true;
-    if (!distributed && t->distributed)
-      unsupported = true;
-  }
-  TileRef out = makeTile(resultType, distributed);
-  SmallVector<TileRef> operands(ins.begin(), ins.end());
-  // The tile's own extent by value: capturing `out` would make a reference
-  // cycle (the tile owns this function), which leaked every tile.
-  int64_t outD1 = out->d1;
-  out->at = [this, operands, fn, outD1](int64_t r, int64_t e) {
-    Gen g = gen();
-    SmallVector<Value> args;
-    for (const TileRef &t : operands) {
-      int64_t rr = t->d0 == 1 ? 0 : r;
-      int64_t ee = t->d1 == 1 && outD1 != 1 ? 0 : e;
-      args.push_back(t->at(rr, ee));
-    }
-    return fn(g, args, r, e);
-  };
-  return out;
-}
-
-/// Reduces groups of `group` consecutive columns (the whole axis when group
-/// is the extent). A distributed input reduces its lane slice, then the
-/// lanes of the group.
-TileRef TileKernel::reduceColumns(TileRef in, VTensorType resultType,
-                                  ReduceKind kind, int64_t group,
-                                  int64_t realCount) {
-  bool whole = group == in->d1;
-  bool distributedOut = false;
-  if (in->distributed && !whole) {
-    if (in->perLane % group != 0) {
-      unsupported = true;
-      return makeTile(resultType, false);
-    }
-    distributedOut = true;
-  }
-  TileRef out = makeTile(resultType, distributedOut);
-  if (distributedOut)
-    out->perLane = in->perLane / group;
-  SmallVector<Value> values;
-  Gen g = gen();
-  for (int64_t r = 0; r < out->d0; ++r) {
-    for (int64_t m = 0; m < out->width(); ++m) {
-      // Padded result rows hold no value until a mask gives them one.
-      if (r >= out->realD0 || (!out->distributed && m >= out->realD1)) {
-        values.push_back(g.f32(0.0));
-        continue;
-      }
-      Value acc = g.f32(neutralOf(kind));
-      int64_t from = whole && in->distributed ? 0 : m * group;
-      int64_t to = whole && in->distributed ? in->perLane : from + group;
-      for (int64_t e = from; e < to; ++e)
-        acc = combineReduction(g, kind, acc, in->at(r, e));
-      if (whole && in->distributed)
-        acc = clusterReduce(acc, kind == ReduceKind::L2Norm ||
-                                         kind == ReduceKind::Mean
-                                     ? ReduceKind::Sum
-                                     : kind);
-      values.push_back(finish(g, kind, acc, realCount));
-    }
-  }
-  int64_t width = out->width();
-  out->at = [values, width](int64_t r, int64_t e) {
-    return values[r * width + e];
-  };
-  return out;
-}
-
-/// Reduces groups of `group` consecutive rows, lazily (rows live in each
-/// lane).
-TileRef TileKernel::reduceRows(TileRef in, VTensorType resultType,
-                               ReduceKind kind, int64_t group,
-                               int64_t realCount) {
-  TileRef out = makeTile(resultType, in->distributed);
-  out->perLane = in->perLane;
-  out->at = [this, in, kind, group, realCount](int64_t m, int64_t e) {
-    Gen g = gen();
-    Value acc = g.f32(neutralOf(kind));
-    for (int64_t r = m * group; r < (m + 1) * group; ++r)
-      acc = combineReduction(g, kind, acc, in->at(r, e));
-    return finish(g, kind, acc, realCount);
-  };
-  return out;
-}
-
-/// O[a, b] = sum_k Y[a, k] X[b, k], replicated.
-TileRef TileKernel::contract(TileRef x, TileRef y, VTensorType resultType) {
-  if (x->distributed != y->distributed ||
-      (x->distributed && x->perLane != y->perLane)) {
-    unsupported = true;
-    return makeTile(resultType, false);
-  }
-  TileRef out = makeTile(resultType, false);
-  SmallVector<Value> values;
-  Gen g = gen();
-  for (int64_t a = 0; a < out->d0; ++a)
-    for (int64_t c = 0; c < out->d1; ++c) {
-      Value acc = g.f32(0.0);
-      // Padded result lanes hold no value until a mask gives them one.
-      if (a >= out->realD0 || c >= out->realD1) {
-        values.push_back(acc);
-        continue;
-      }
-      for (int64_t e = 0; e < x->width(); ++e)
-        acc = g.addF(acc, g.mulF(y->at(a, e), x->at(c, e)));
-      if (x->distributed)
-        acc = clusterReduce(acc, ReduceKind::Sum);
-      values.push_back(acc);
-    }
-  int64_t width = out->d1;
-  out->at = [values, width](int64_t r, int64_t e) {
-    return values[r * width + e];
-  };
-  return out;
-}
-
-TileRef TileKernel::lower(Operation *op) {
-  auto operand = [&](unsigned i) { return tiles.lookup(op->getOperand(i)); };
-  auto resultType = [&]() {
-    return cast<VTensorType>(op->getResult(0).getType());
-  };
-  // Elementwise ops by their interfaces; the scalar semantics are shared
-  // with the linalg lowering (ScalarBuilder).
-  if (auto un = dyn_cast<UnaryElementwiseOpInterface>(op)) {
-    double alpha = un.getAlphaValue(), beta = un.getBetaValue();
-    UnaryKind kind = un.getUnaryKind();
-    return elementwise(resultType(), {operand(0)},
-                       [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) {
-                         return emitUnary(g, kind, v[0], alpha, beta);
-                       });
-  }
-  if (auto bin = dyn_cast<BinaryElementwiseOpInterface>(op)) {
-    BinaryKind kind = bin.getBinaryKind();
-    double alpha = 1.0, beta = 1.0;
-    if (auto add = dyn_cast<AddOp>(op)) {
-      alpha = add.getAlpha().convertToDouble();
-      beta = add.getBeta().convertToDouble();
-    }
-    return elementwise(
-        resultType(), {operand(0), operand(1)},
-        [=](Gen &g, ArrayRef<Value> v, int64_t, int64_t) -> Value {
-          return emitBinary(g, kind, v[0], v[1], alpha, beta);
-        });
-  }
-  return TypeSwitch<Operation *, TileRef>(op)
-      .Case<MaskLanesOp>([&](MaskLanesOp mask) {
-        TileRef in = operand(0);
-        double value = mask.getValue().convertToDouble();
-        VTensorType rt = resultType();
-        int64_t realD0 = rt.getD0(), realD1 = rt.getD1();
-        return elementwise(rt, {in},
-                           [=](Gen &g, ArrayRef<Value> v, int64_t r,
-                               int64_t e) -> Value {
-                             if (r >= realD0)
-                               return g.f32(value);
-                             Value col = column(*in, e);
-                             return g.select(g.lt(col, g.idx(realD1)), v[0],
-                                             g.f32(value));
-                           });
-      })
-      .Case<MaskSliceOp>([&](MaskSliceOp ms) {
-        TileRef in = operand(0);
-        int64_t dim = ms.getDim(), start = ms.getStart(), end = ms.getEnd();
-        double alpha = ms.getAlpha().convertToDouble();
-        double beta = ms.getBeta().convertToDouble();
-        return elementwise(resultType(), {in},
-                           [=](Gen &g, ArrayRef<Value>, int64_t r,
-                               int64_t e) -> Value {
-                             if (dim == 1)
-                               return g.f32(r >= start && r < end ? alpha
-                                                                  : beta);
-                             Value col = column(*in, e);
-                             Value inside = g.andI(
-                                 g.cmpI(arith::CmpIPredicate::sge, col,
-                                        g.idx(start)),
-                                 g.lt(col, g.idx(end)));
-                             return g.select(inside, g.f32(alpha),
-                                             g.f32(beta));
-                           });
-      })
-      .Case<MaxOp, MinOp, MeanOp, SumOp, L2NormOp>([&](auto red) -> TileRef {
-        TileRef in = operand(0);
-        VTensorType inType = cast<VTensorType>(red.getInput().getType());
-        int64_t dim = red.getDim();
-        if (dim == 2)
-          return reduceColumns(in, resultType(), red.getReduceKind(), in->d1,
-                               inType.getD1());
-        return reduceRows(in, resultType(), red.getReduceKind(), in->d0,
-                          inType.getD0());
-      })
-      .Case<MaxInterleaveOp, MinInterleaveOp, MeanInterleaveOp,
-            L2NormInterleaveOp>([&](auto red) -> TileRef {
-        TileRef in = operand(0);
-        int64_t k = red.getFactor();
-        if (red.getDim() == 2)
-          return reduceColumns(in, resultType(), red.getReduceKind(), k, k);
-        return reduceRows(in, resultType(), red.getReduceKind(), k, k);
-      })
-      .Case<GeMMOp, GeMVOp>([&](auto) {
-        return contract(operand(0), operand(1), resultType());
-      })
-      .Case<KronOp>([&](KronOp kron) -> TileRef {
-        TileRef x = operand(0), y = operand(1);
-        bool rows = false, cols = false;
-        for (int64_t d : kron.getDims())
-          (d == 1 ? rows : cols) = true;
-        if (cols && (x->distributed || y->distributed)) {
-          unsupported = true;
-          return makeTile(resultType(), false);
-        }
-        VTensorType rt = resultType();
-        int64_t y0 = cast<VTensorType>(kron.getRhs().getType()).getD0();
-        int64_t y1 = cast<VTensorType>(kron.getRhs().getType()).getD1();
-        int64_t realD0 = rt.getD0(), realD1 = rt.getD1();
-        TileRef out = makeTile(rt, x->distributed || y->distributed);
-        if (out->distributed && !(x->distributed && y->distributed) &&
-            ((!x->distributed && x->d1 != 1) ||
-             (!y->distributed && y->d1 != 1)))
-          unsupported = true;
-        bool outDistributed = out->distributed; // not `out`: no cycle
-        out->at = [=](int64_t r, int64_t e) -> Value {
-          Gen g = gen();
-          if (r >= realD0 || (!outDistributed && e >= realD1))
-            return g.f32(0.0);
-          int64_t xr = rows ? r / y0 : (x->d0 == 1 ? 0 : r);
-          int64_t yr = rows ? r % y0 : (y->d0 == 1 ? 0 : r);
-          int64_t xe = cols ? e / y1 : (x->d1 == 1 ? 0 : e);
-          int64_t ye = cols ? e % y1 : (y->d1 == 1 ? 0 : e);
-          return g.mulF(x->at(xr, xe), y->at(yr, ye));
-        };
-        return out;
-      })
-      .Case<TransposeOp>([&](TransposeOp) -> TileRef {
-        TileRef in = operand(0);
-        if (in->distributed) {
-          unsupported = true;
-          return makeTile(resultType(), false);
-        }
-        TileRef out = makeTile(resultType(), false);
-        out->at = [in](int64_t r, int64_t e) { return in->at(e, r); };
-        return out;
-      })
-      .Case<ReshapeOp>([&](ReshapeOp rs) -> TileRef {
-        TileRef in = operand(0);
-        VTensorType rt = resultType();
-        if (in->distributed) {
-          unsupported = true;
-          return makeTile(rt, false);
-        }
-        TileRef out = makeTile(rt, false);
-        int64_t y1 = cast<VTensorType>(rs.getInput().getType()).getD1();
-        int64_t x2 = rt.getD0(), y2 = rt.getD1();
-        out->at = [=](int64_t r, int64_t e) -> Value {
-          if (r >= x2 || e >= y2)
-            return gen().f32(0.0);
-          int64_t flat = r * y2 + e;
-          return in->at(flat / y1, flat % y1);
-        };
-        return out;
-      })
-      .Default([&](Operation *) -> TileRef { return nullptr; });
 }
 
 } // namespace

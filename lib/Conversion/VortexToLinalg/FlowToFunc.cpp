@@ -1,0 +1,225 @@
+//===- FlowToFunc.cpp - Flows to step functions, kernels inlined ----------===//
+//
+// `vortex.flow @F` becomes `@F_indexer` and `@F_cache` with the ABI's memref
+// arguments (docs/contract.md). Each function starts with the flow's domain
+// (the CSR and block ids as tensors, the ragged extent, the row count and
+// each position's row), marked for the op patterns, and binds the flow's
+// arguments to tensors of their converted types; the flow's ops are then
+// inlined and converted by the family patterns. `vortex.kernel` groups are
+// inlined: on linalg, fusion is the job of the linalg passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Vortex/Conversion/VortexToLinalg/VortexToLinalg.h"
+#include "Vortex/Dialect/FlowABI.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::linalg_lowering;
+
+static MemRefType memrefOf(VTensorType t) {
+  if (t.isSlotted())
+    t = t.withFormat(Format::Paged);
+  Type elt = isa<FloatType>(t.getElementType())
+                 ? Float32Type::get(t.getContext())
+                 : t.getElementType();
+  return MemRefType::get(t.getShape(), elt);
+}
+
+namespace {
+
+/// Builds one step function and binds the flow's arguments in it.
+class StepBuilder {
+public:
+  StepBuilder(ConversionPatternRewriter &rewriter, const TypeConverter &tc,
+              FlowOp flow, StringRef suffix, ArrayRef<Type> argTypes,
+              ArrayRef<std::string> argNames)
+      : rewriter(rewriter), tc(tc), loc(flow.getLoc()) {
+    auto type = rewriter.getFunctionType(argTypes, {});
+    func = func::FuncOp::create(rewriter, loc,
+                                (flow.getSymName() + suffix).str(), type);
+    func->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    func->setAttr(kConfigMarker, flow.getConfig());
+    for (auto [i, name] : llvm::enumerate(argNames))
+      func.setArgAttr(i, "vortex.name", rewriter.getStringAttr(name));
+    Block *entry = func.addEntryBlock();
+    rewriter.setInsertionPointToStart(entry);
+  }
+
+  /// Argument `i` as a tensor (writable for fields and outputs).
+  Value tensorOf(unsigned i, bool writable) {
+    Value memref = func.getArgument(i);
+    auto type = cast<MemRefType>(memref.getType());
+    return bufferization::ToTensorOp::create(
+        rewriter, loc,
+        RankedTensorType::get(type.getShape(), type.getElementType()), memref,
+        /*restrict=*/true, writable);
+  }
+
+  /// Marks `v` as the domain value `role`.
+  Value mark(Value v, StringRef role) {
+    v.getDefiningOp()->setAttr(kDomainMarker, rewriter.getStringAttr(role));
+    return v;
+  }
+
+  /// The flow argument `arg` bound to step argument `i`: its tensor at the
+  /// converted type (padded lanes 0).
+  Value bind(BlockArgument arg, unsigned i, bool writable) {
+    Value t = tensorOf(i, writable);
+    auto want = cast<RankedTensorType>(tc.convertType(arg.getType()));
+    auto have = cast<RankedTensorType>(t.getType());
+    if (have.getShape().drop_front() != want.getShape().drop_front()) {
+      LinalgBuilder lb(rewriter, loc, std::nullopt, Value());
+      t = lb.padTo(t, want.getDimSize(1), want.getDimSize(2));
+    }
+    if (t.getType() != want)
+      t = tensor::CastOp::create(rewriter, loc, want, t);
+    t.getDefiningOp()->setAttr(kBindsMarker, rewriter.getIndexAttr(i));
+    return t;
+  }
+
+  /// Inlines `body` with `bindings` for its arguments and terminates.
+  void finish(Block &body, ArrayRef<Value> bindings) {
+    Block *entry = &func.front();
+    rewriter.inlineBlockBefore(&body, entry, entry->end(), bindings);
+    rewriter.setInsertionPointToEnd(entry);
+    func::ReturnOp::create(rewriter, loc);
+  }
+
+  ConversionPatternRewriter &rewriter;
+  const TypeConverter &tc;
+  Location loc;
+  func::FuncOp func;
+};
+
+struct FlowToFuncs : OpConversionPattern<FlowOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(FlowOp flow, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    abi::FlowABI abi = abi::FlowABI::get(flow, abi::Storage::F32);
+    rewriter.setInsertionPoint(flow);
+    buildIndexer(rewriter, flow, abi);
+    rewriter.setInsertionPoint(flow);
+    buildCache(rewriter, flow, abi);
+    rewriter.eraseOp(flow);
+    return success();
+  }
+
+  /// `(q, k, v, fields..., params..., dense CSR, sparse CSR)`; `o` stands
+  /// for the sparse indices.
+  void buildIndexer(ConversionPatternRewriter &rewriter, FlowOp flow,
+                    const abi::FlowABI &abi) const {
+    Block &body = flow.getIndexerBody();
+    ArrayRef<std::string> names = abi.args(abi::Step::Indexer);
+    size_t numCache = flow.getCacheTensorNames().size();
+    size_t numParams = flow.getParamNames().size();
+    SmallVector<Type> argTypes = {
+        memrefOf(cast<VTensorType>(body.getArgument(0).getType()))};
+    for (size_t i = 0; i < numCache + numParams; ++i)
+      argTypes.push_back(
+          memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
+    while (argTypes.size() < names.size())
+      argTypes.push_back(MemRefType::get(
+          {ShapedType::kDynamic}, abi.elementType(names[argTypes.size()])));
+    StepBuilder sb(rewriter, *getTypeConverter(), flow, "_indexer", argTypes,
+                   names);
+    Emitter e{rewriter, sb.loc};
+    unsigned csr = 1 + numCache + numParams;
+    Value indptr = sb.mark(sb.tensorOf(csr, false), "indptr");
+    Value blockIds = sb.mark(sb.tensorOf(csr + 1, false), "block_ids");
+    Value sparseIndices = sb.tensorOf(csr + 3, true);
+    sb.tensorOf(csr + 2, true);
+    sb.mark(e.dim(blockIds, 0), "ragged_extent");
+    Value numRows =
+        sb.mark(e.sub(e.dim(indptr, 0), e.idx(1)), "num_rows");
+    sb.mark(rowOf(e, indptr, blockIds, numRows), "row_of");
+
+    SmallVector<Value> bindings = {sb.bind(body.getArgument(0), 0, false)};
+    auto oType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(body.getArgument(1).getType()));
+    bindings.push_back(tensor::ExpandShapeOp::create(
+        rewriter, sb.loc, oType, sparseIndices,
+        ArrayRef<ReassociationIndices>{{0, 1, 2}}));
+    for (size_t i = 0; i < numCache + numParams; ++i)
+      bindings.push_back(sb.bind(body.getArgument(2 + i), 1 + i,
+                                 /*writable=*/i >= 2 && i < numCache));
+    sb.finish(body, bindings);
+  }
+
+  /// rowOf[s] = the CSR row owning ragged position s.
+  static Value rowOf(Emitter &e, Value indptr, Value blockIds, Value numRows) {
+    Value init = tensor::EmptyOp::create(
+        e.b, e.loc, ArrayRef<int64_t>{ShapedType::kDynamic},
+        e.b.getIndexType(), ValueRange{e.dim(blockIds, 0)});
+    return e
+        .forLoop(e.idx(0), numRows, {init},
+                 [&](Emitter &x, Value r, ValueRange acc) {
+                   Value start = x.toIndex(x.extract(indptr, r));
+                   Value end =
+                       x.toIndex(x.extract(indptr, x.add(r, x.idx(1))));
+                   return SmallVector<Value>{
+                       x.forLoop(start, end, {acc[0]},
+                                 [&](Emitter &y, Value s, ValueRange inner) {
+                                   return SmallVector<Value>{
+                                       tensor::InsertOp::create(
+                                           y.b, y.loc, r, inner[0],
+                                           ValueRange{s})};
+                                 })
+                           .getResult(0)};
+                 })
+        .getResult(0);
+  }
+
+  /// `(k, v, fields..., params..., block_ids)`.
+  void buildCache(ConversionPatternRewriter &rewriter, FlowOp flow,
+                  const abi::FlowABI &abi) const {
+    Block &body = flow.getCacheBody();
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : body.getArguments())
+      argTypes.push_back(memrefOf(cast<VTensorType>(arg.getType())));
+    argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
+                                       abi.elementType(abi::kBlockIds)));
+    StepBuilder sb(rewriter, *getTypeConverter(), flow, "_cache", argTypes,
+                   abi.args(abi::Step::Cache));
+    Emitter e{rewriter, sb.loc};
+    size_t numArgs = body.getNumArguments();
+    size_t numCache = flow.getCacheTensorNames().size();
+    Value blockIds = sb.mark(sb.tensorOf(numArgs, false), "block_ids");
+    sb.mark(e.dim(blockIds, 0), "ragged_extent");
+    SmallVector<Value> bindings;
+    // The fields are writable; k, v and the parameters are read-only.
+    for (size_t i = 0; i < numArgs; ++i)
+      bindings.push_back(
+          sb.bind(body.getArgument(i), i, i >= 2 && i < numCache));
+    sb.finish(body, bindings);
+  }
+};
+
+/// The kernel's ops move in front of it; its results are the yielded values.
+struct KernelToInline : OpConversionPattern<KernelOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KernelOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    SmallVector<Value> results(yield.getValues());
+    rewriter.eraseOp(yield);
+    rewriter.inlineBlockBefore(&body, op);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::vortex::populateVortexFlowToFuncPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<FlowToFuncs, KernelToInline>(converter, patterns.getContext());
+}
