@@ -65,7 +65,14 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "threads per CTA of the workload kernels">,
     Option<"itemsPerIteration", "items-per-iteration", "int64_t", "1",
            "most blocks a lane group loads together per iteration (fewer "
-           "when the registers they need would cut occupancy)">
+           "when the registers they need would cut occupancy)">,
+    Option<"lanes", "lanes", "int64_t", "0",
+           "lanes per block of the workload kernels, overriding the plan "
+           "(0: planned; 1: narrow mode); refused for a kernel whose ops "
+           "cannot be laid out over them">,
+    Option<"hoist", "hoist", "bool", "true",
+           "let the plan compute a row's batched values once per row "
+           "(false: with every block)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -124,8 +124,12 @@ struct FlowContext {
   gpu::GPUModuleOp module;
   int64_t ctasPerSM;
   int64_t threads;
-  /// Blocks a group handles per iteration of the persistent loop.
+  /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;
+  /// Overrides of the workload kernels' plans: lanes per block (0: planned)
+  /// and whether per-row values may be hoisted.
+  int64_t lanes = 0;
+  bool hoistPerRow = true;
   /// Value -> name of the buffer that holds it across kernels.
   DenseMap<Value, std::string> bufferOf;
   /// The flow tensors, plus the scratch and kernels added here.

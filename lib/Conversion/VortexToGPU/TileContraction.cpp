@@ -11,10 +11,19 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-TileRef mlir::vortex::gpugen::lowerContractionTile(TileBuilder &tb,
-                                                   Operation *op) {
-  if (!isa<GeMMOp, GeMVOp>(op))
-    return nullptr;
+static bool isContraction(Operation *op) { return isa<GeMMOp, GeMVOp>(op); }
+
+static FailureOr<TileLayout> layoutContraction(const TileBuilder &tb,
+                                               Operation *op,
+                                               ArrayRef<TileShape> operands) {
+  return tb.contractLayout(operands[0], operands[1],
+                           TileBuilder::resultTypeOf(op));
+}
+
+static TileRef lowerContraction(TileBuilder &tb, Operation *op) {
   return tb.contract(tb.operandTile(op, 0), tb.operandTile(op, 1),
                      TileBuilder::resultTypeOf(op));
 }
+
+const TileFamily mlir::vortex::gpugen::kContractionTiles = {
+    isContraction, layoutContraction, lowerContraction};

@@ -11,8 +11,21 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-TileRef mlir::vortex::gpugen::lowerElementwiseTile(TileBuilder &tb,
-                                                   Operation *op) {
+static bool isElementwise(Operation *op) {
+  return isa<UnaryElementwiseOpInterface, BinaryElementwiseOpInterface>(op);
+}
+
+static FailureOr<TileLayout> layoutElementwise(const TileBuilder &tb,
+                                               Operation *op,
+                                               ArrayRef<TileShape> operands) {
+  FailureOr<TileShape> shape =
+      tb.elementwiseShape(TileBuilder::resultTypeOf(op), operands);
+  if (failed(shape))
+    return failure();
+  return TileLayout{*shape};
+}
+
+static TileRef lowerElementwise(TileBuilder &tb, Operation *op) {
   if (auto un = dyn_cast<UnaryElementwiseOpInterface>(op)) {
     double alpha = un.getAlphaValue(), beta = un.getBetaValue();
     UnaryKind kind = un.getUnaryKind();
@@ -38,3 +51,6 @@ TileRef mlir::vortex::gpugen::lowerElementwiseTile(TileBuilder &tb,
   }
   return nullptr;
 }
+
+const TileFamily mlir::vortex::gpugen::kElementwiseTiles = {
+    isElementwise, layoutElementwise, lowerElementwise};

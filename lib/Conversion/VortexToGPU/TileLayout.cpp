@@ -14,7 +14,49 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-TileRef mlir::vortex::gpugen::lowerLayoutTile(TileBuilder &tb, Operation *op) {
+static bool isLayoutOp(Operation *op) {
+  return isa<MaskLanesOp, MaskSliceOp, KronOp, TransposeOp, ReshapeOp>(op);
+}
+
+/// kron over rows or columns of replicated tiles; over rows, a distributed
+/// operand needs the other distributed too, or one column wide.
+static FailureOr<TileShape> kronShape(const TileBuilder &tb, KronOp kron,
+                                      const TileShape &x, const TileShape &y) {
+  bool cols = llvm::is_contained(kron.getDims(), 2);
+  if (cols && (x.distributed || y.distributed))
+    return failure();
+  TileShape out = tb.shapeOf(TileBuilder::resultTypeOf(kron),
+                             x.distributed || y.distributed);
+  if (out.distributed && !(x.distributed && y.distributed) &&
+      ((!x.distributed && x.d1 != 1) || (!y.distributed && y.d1 != 1)))
+    return failure();
+  return out;
+}
+
+static FailureOr<TileLayout> layoutLayoutOp(const TileBuilder &tb,
+                                            Operation *op,
+                                            ArrayRef<TileShape> operands) {
+  VTensorType rt = TileBuilder::resultTypeOf(op);
+  FailureOr<TileShape> shape =
+      TypeSwitch<Operation *, FailureOr<TileShape>>(op)
+          .Case<MaskLanesOp, MaskSliceOp>([&](Operation *) {
+            return tb.elementwiseShape(rt, operands[0]);
+          })
+          .Case<KronOp>([&](KronOp kron) {
+            return kronShape(tb, kron, operands[0], operands[1]);
+          })
+          .Default([&](Operation *) -> FailureOr<TileShape> {
+            // transpose, reshape: element maps over whole rows.
+            if (operands[0].distributed)
+              return failure();
+            return tb.shapeOf(rt, false);
+          });
+  if (failed(shape))
+    return failure();
+  return TileLayout{*shape};
+}
+
+static TileRef lowerLayoutOp(TileBuilder &tb, Operation *op) {
   return TypeSwitch<Operation *, TileRef>(op)
       .Case<MaskLanesOp>([&](MaskLanesOp mask) {
         TileRef in = tb.operandTile(op, 0);
@@ -56,19 +98,16 @@ TileRef mlir::vortex::gpugen::lowerLayoutTile(TileBuilder &tb, Operation *op) {
         bool rows = false, cols = false;
         for (int64_t d : kron.getDims())
           (d == 1 ? rows : cols) = true;
-        if (cols && (x->distributed || y->distributed)) {
-          tb.unsupported = true;
-          return tb.makeTile(TileBuilder::resultTypeOf(op), false);
-        }
         VTensorType rt = TileBuilder::resultTypeOf(op);
+        FailureOr<TileShape> shape = kronShape(tb, kron, *x, *y);
+        if (failed(shape)) {
+          tb.unsupported = true;
+          return tb.makeTile(rt, false);
+        }
         int64_t y0 = cast<VTensorType>(kron.getRhs().getType()).getD0();
         int64_t y1 = cast<VTensorType>(kron.getRhs().getType()).getD1();
         int64_t realD0 = rt.getD0(), realD1 = rt.getD1();
-        TileRef out = tb.makeTile(rt, x->distributed || y->distributed);
-        if (out->distributed && !(x->distributed && y->distributed) &&
-            ((!x->distributed && x->d1 != 1) ||
-             (!y->distributed && y->d1 != 1)))
-          tb.unsupported = true;
+        TileRef out = tb.makeTile(*shape);
         bool outDistributed = out->distributed; // not `out`: no cycle
         out->at = [=, &tb](int64_t r, int64_t e) -> Value {
           Gen g = tb.gen();
@@ -112,3 +151,6 @@ TileRef mlir::vortex::gpugen::lowerLayoutTile(TileBuilder &tb, Operation *op) {
       })
       .Default([&](Operation *) -> TileRef { return nullptr; });
 }
+
+const TileFamily mlir::vortex::gpugen::kLayoutTiles = {
+    isLayoutOp, layoutLayoutOp, lowerLayoutOp};

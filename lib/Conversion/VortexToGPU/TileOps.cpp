@@ -6,38 +6,117 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-Value TileBuilder::column(const Tile &t, int64_t e) {
+Value TileBuilder::column(const TileShape &t, int64_t e) {
   Gen g = gen();
   if (!t.distributed)
     return g.idx(e);
   return g.add(g.mul(laneInItem, g.idx(t.perLane)), g.idx(e));
 }
 
-TileRef TileBuilder::makeTile(VTensorType type, bool distributed) {
+TileShape TileBuilder::shapeOf(VTensorType type, bool distributed) const {
+  TileShape t;
+  t.d0 = computeExtent(type, 1);
+  t.d1 = computeExtent(type, 2);
+  t.realD0 = type.getD0();
+  t.realD1 = type.getD1();
+  t.distributed = distributed;
+  t.perLane = distributed ? t.d1 / lanes : t.d1;
+  return t;
+}
+
+TileRef TileBuilder::makeTile(const TileShape &shape) {
   auto t = std::make_shared<Tile>();
-  t->d0 = computeExtent(type, 1);
-  t->d1 = computeExtent(type, 2);
-  t->realD0 = type.getD0();
-  t->realD1 = type.getD1();
-  t->distributed = distributed;
-  t->perLane = distributed ? t->d1 / lanes : t->d1;
-  // Until an op gives it its elements: the placeholder an op returns for a
-  // layout it cannot handle (`unsupported`) must still emit, since the
-  // attempt is finished, discarded and redone in narrow mode.
+  static_cast<TileShape &>(*t) = shape;
+  // Until an op gives it its elements: the placeholder an emitter returns
+  // for a layout it cannot do (`unsupported`, an internal error reported
+  // once the kernel is finished) must still emit.
   t->at = [this](int64_t, int64_t) { return gen().f32(0.0); };
   return t;
 }
 
-/// The op families, tried in order.
-static constexpr TileRef (*kFamilies[])(TileBuilder &, Operation *) = {
-    lowerElementwiseTile, lowerReductionTile, lowerContractionTile,
-    lowerLayoutTile};
+/// The op families.
+static const TileFamily *const kFamilies[] = {
+    &kElementwiseTiles, &kReductionTiles, &kContractionTiles, &kLayoutTiles};
+
+static const TileFamily *familyOf(Operation *op) {
+  for (const TileFamily *family : kFamilies)
+    if (family->matches(op))
+      return family;
+  return nullptr;
+}
 
 TileRef TileBuilder::lower(Operation *op) {
-  for (auto family : kFamilies)
-    if (TileRef t = family(*this, op))
-      return t;
-  return nullptr;
+  const TileFamily *family = familyOf(op);
+  return family ? family->lower(*this, op) : nullptr;
+}
+
+FailureOr<TileLayout> TileBuilder::layoutOf(Operation *op,
+                                            ArrayRef<TileShape> operands,
+                                            bool &known) const {
+  const TileFamily *family = familyOf(op);
+  known = family != nullptr;
+  if (!family)
+    return failure();
+  return family->layout(*this, op, operands);
+}
+
+//===----------------------------------------------------------------------===//
+// Layout rules
+//===----------------------------------------------------------------------===//
+
+/// The result is distributed iff an operand is distributed over the
+/// result's columns; replicated operands must then broadcast a column, and
+/// a distributed operand cannot feed a replicated result.
+FailureOr<TileShape>
+TileBuilder::elementwiseShape(VTensorType resultType,
+                              ArrayRef<TileShape> ins) const {
+  int64_t rd1 = computeExtent(resultType, 2);
+  bool distributed = false;
+  for (const TileShape &t : ins)
+    if (t.distributed && t.d1 == rd1)
+      distributed = true;
+  for (const TileShape &t : ins) {
+    if (distributed && !t.distributed && t.d1 != 1)
+      return failure();
+    if (!distributed && t.distributed)
+      return failure();
+  }
+  return shapeOf(resultType, distributed);
+}
+
+/// Over groups of `group` columns (the whole axis when group is the
+/// extent): a distributed input keeps its layout when whole groups lie in a
+/// lane, and reduces across the lanes when the whole axis is reduced.
+FailureOr<TileLayout>
+TileBuilder::reduceColumnsLayout(const TileShape &in, VTensorType resultType,
+                                 int64_t group) const {
+  bool whole = group == in.d1;
+  bool distributedOut = in.distributed && !whole;
+  if (distributedOut && in.perLane % group != 0)
+    return failure();
+  TileLayout out{shapeOf(resultType, distributedOut), whole && in.distributed};
+  if (distributedOut)
+    out.shape.perLane = in.perLane / group;
+  return out;
+}
+
+/// Over rows, which every lane holds: the input's layout.
+TileShape TileBuilder::reduceRowsShape(const TileShape &in,
+                                       VTensorType resultType) const {
+  TileShape out = shapeOf(resultType, in.distributed);
+  out.perLane = in.perLane;
+  return out;
+}
+
+/// Replicated; both operands share the layout of the contracted axis, and
+/// a distributed one is summed across the lanes.
+FailureOr<TileLayout>
+TileBuilder::contractLayout(const TileShape &x, const TileShape &y,
+                            VTensorType resultType) const {
+  if (x.distributed != y.distributed ||
+      (x.distributed && x.perLane != y.perLane))
+    return failure();
+  return TileLayout{shapeOf(resultType, false), x.distributed};
 }
 
 Value TileBuilder::clusterReduce(Value v, ReduceKind kind) {
@@ -60,20 +139,14 @@ static Value finish(Gen &g, ReduceKind kind, Value acc, int64_t count) {
 TileRef TileBuilder::elementwise(
     VTensorType resultType, ArrayRef<TileRef> ins,
     std::function<Value(Gen &, ArrayRef<Value>, int64_t, int64_t)> fn) {
-  int64_t rd1 = computeExtent(resultType, 2);
-  // The result is distributed iff an operand is distributed over the
-  // result's columns; replicated operands must then broadcast a column.
-  bool distributed = false;
+  SmallVector<TileShape> shapes;
   for (const TileRef &t : ins)
-    if (t->distributed && t->d1 == rd1)
-      distributed = true;
-  for (const TileRef &t : ins) {
-    if (distributed && !t->distributed && t->d1 != 1)
-      unsupported = true;
-    if (!distributed && t->distributed)
-      unsupported = true;
-  }
-  TileRef out = makeTile(resultType, distributed);
+    shapes.push_back(*t);
+  FailureOr<TileShape> shape = elementwiseShape(resultType, shapes);
+  if (failed(shape))
+    unsupported = true;
+  TileRef out = makeTile(succeeded(shape) ? *shape
+                                          : shapeOf(resultType, false));
   SmallVector<TileRef> operands(ins.begin(), ins.end());
   // The tile's own extent by value: capturing `out` would make a reference
   // cycle (the tile owns this function), which leaked every tile.
@@ -98,17 +171,12 @@ TileRef TileBuilder::reduceColumns(TileRef in, VTensorType resultType,
                                   ReduceKind kind, int64_t group,
                                   int64_t realCount) {
   bool whole = group == in->d1;
-  bool distributedOut = false;
-  if (in->distributed && !whole) {
-    if (in->perLane % group != 0) {
-      unsupported = true;
-      return makeTile(resultType, false);
-    }
-    distributedOut = true;
+  FailureOr<TileLayout> layout = reduceColumnsLayout(*in, resultType, group);
+  if (failed(layout)) {
+    unsupported = true;
+    return makeTile(resultType, false);
   }
-  TileRef out = makeTile(resultType, distributedOut);
-  if (distributedOut)
-    out->perLane = in->perLane / group;
+  TileRef out = makeTile(layout->shape);
   SmallVector<Value> values;
   Gen g = gen();
   for (int64_t r = 0; r < out->d0; ++r) {
@@ -143,8 +211,7 @@ TileRef TileBuilder::reduceColumns(TileRef in, VTensorType resultType,
 TileRef TileBuilder::reduceRows(TileRef in, VTensorType resultType,
                                ReduceKind kind, int64_t group,
                                int64_t realCount) {
-  TileRef out = makeTile(resultType, in->distributed);
-  out->perLane = in->perLane;
+  TileRef out = makeTile(reduceRowsShape(*in, resultType));
   out->at = [this, in, kind, group, realCount](int64_t m, int64_t e) {
     Gen g = gen();
     Value acc = g.f32(neutralOf(kind));
@@ -157,12 +224,12 @@ TileRef TileBuilder::reduceRows(TileRef in, VTensorType resultType,
 
 /// O[a, b] = sum_k Y[a, k] X[b, k], replicated.
 TileRef TileBuilder::contract(TileRef x, TileRef y, VTensorType resultType) {
-  if (x->distributed != y->distributed ||
-      (x->distributed && x->perLane != y->perLane)) {
+  FailureOr<TileLayout> layout = contractLayout(*x, *y, resultType);
+  if (failed(layout)) {
     unsupported = true;
     return makeTile(resultType, false);
   }
-  TileRef out = makeTile(resultType, false);
+  TileRef out = makeTile(layout->shape);
   SmallVector<Value> values;
   Gen g = gen();
   for (int64_t a = 0; a < out->d0; ++a)

@@ -3,10 +3,11 @@
 // The op lowering of the GPU workload kernels, apart from the kernel
 // skeletons (WorkloadKernels.cpp): a fused op becomes a per-item [D0, D1]
 // tile whose elements are emitted at their use. TileBuilder holds the lane
-// layout and the helpers every family shares; each op family has its
-// emitter in its own file (TileElementwise.cpp, TileReduction.cpp,
-// TileContraction.cpp, TileLayout.cpp) and TileBuilder::lower dispatches
-// through the table of families.
+// layout and the helpers every family shares. Each op family, in its own
+// file (TileElementwise.cpp, TileReduction.cpp, TileContraction.cpp,
+// TileLayout.cpp), is an entry of the table of families: which ops it
+// takes, the layout of their result (pure, so a kernel is planned before
+// any IR is built) and their emitter, which follows that layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,16 +23,29 @@ namespace mlir::vortex::gpugen {
 struct Tile;
 using TileRef = std::shared_ptr<Tile>;
 
-/// A per-item tile: element (r, e) is row r and, for a distributed tile,
-/// column laneInItem * perLane + e, else column e.
-struct Tile {
+/// How a per-item tile lies in the registers of an item's lanes: element
+/// (r, e) is row r and, for a distributed tile, column
+/// laneInItem * perLane + e, else column e (every lane holds the row).
+struct TileShape {
   int64_t d0 = 1, d1 = 1;         // computed extents
   int64_t realD0 = 1, realD1 = 1; // real extents
   bool distributed = false;
   int64_t perLane = 1;            // distributed: columns per lane
-  std::function<Value(int64_t r, int64_t e)> at;
 
   int64_t width() const { return distributed ? perLane : d1; }
+};
+
+/// The layout an op's result gets, and whether computing it reduces across
+/// the lanes of an item (a subgroup reduction, which must not sit in
+/// divergent code).
+struct TileLayout {
+  TileShape shape;
+  bool crossLane = false;
+};
+
+/// A tile and its elements, emitted at their use.
+struct Tile : TileShape {
+  std::function<Value(int64_t r, int64_t e)> at;
 };
 
 /// The lane layout of a kernel being emitted and the tile helpers.
@@ -40,9 +54,15 @@ public:
   explicit TileBuilder(MLIRContext *ctx) : loc(UnknownLoc::get(ctx)) {}
 
   /// The tile of `op`'s result from its operands' tiles, or null if no
-  /// family lowers `op`. A layout the group cannot do in registers sets
-  /// `unsupported` (the kernel is then redone in narrow mode).
+  /// family lowers `op`. The layouts are the plan's (layoutOf); an emitter
+  /// that meets a layout it cannot do sets `unsupported`, an internal error.
   TileRef lower(Operation *op);
+  /// The layout of `op`'s result from its operands' shapes at this
+  /// builder's lane count, without building IR: failure when the lanes of
+  /// an item cannot do it in registers (then the kernel runs narrow, one
+  /// lane per item) or when no family takes `op` (`known` is then false).
+  FailureOr<TileLayout> layoutOf(Operation *op, ArrayRef<TileShape> operands,
+                                 bool &known) const;
 
   OpBuilder *builder = nullptr;
   Location loc;
@@ -60,14 +80,33 @@ public:
   }
 
   /// Columns of the distributed layout for an extent, or 0 if replicated.
-  int64_t perLaneFor(int64_t d1) {
+  int64_t perLaneFor(int64_t d1) const {
     if (lanes == 1 || d1 % lanes != 0)
       return 0;
     return d1 / lanes;
   }
   /// The column index of element e of `t` in this lane.
-  Value column(const Tile &t, int64_t e);
-  TileRef makeTile(VTensorType type, bool distributed);
+  Value column(const TileShape &t, int64_t e);
+  TileShape shapeOf(VTensorType type, bool distributed) const;
+  /// A loaded value: distributed when its columns spread evenly over the
+  /// lanes.
+  TileShape loadedShape(VTensorType type) const {
+    return shapeOf(type, perLaneFor(computeExtent(type, 2)) > 0);
+  }
+  TileRef makeTile(const TileShape &shape);
+  TileRef makeTile(VTensorType type, bool distributed) {
+    return makeTile(shapeOf(type, distributed));
+  }
+
+  // The layout rules the emitters and the planner share.
+  FailureOr<TileShape> elementwiseShape(VTensorType resultType,
+                                        ArrayRef<TileShape> ins) const;
+  FailureOr<TileLayout> reduceColumnsLayout(const TileShape &in,
+                                            VTensorType resultType,
+                                            int64_t group) const;
+  TileShape reduceRowsShape(const TileShape &in, VTensorType resultType) const;
+  FailureOr<TileLayout> contractLayout(const TileShape &x, const TileShape &y,
+                                       VTensorType resultType) const;
 
   TileRef elementwise(VTensorType resultType, ArrayRef<TileRef> ins,
                       std::function<Value(Gen &, ArrayRef<Value>, int64_t r,
@@ -81,12 +120,16 @@ public:
   Value clusterReduce(Value v, ReduceKind kind);
 };
 
-/// The per-family emitters: the tile of `op`, or null if `op` is not of the
-/// family.
-TileRef lowerElementwiseTile(TileBuilder &tb, Operation *op);
-TileRef lowerReductionTile(TileBuilder &tb, Operation *op);
-TileRef lowerContractionTile(TileBuilder &tb, Operation *op);
-TileRef lowerLayoutTile(TileBuilder &tb, Operation *op);
+/// An op family of the tile lowering: the ops it takes, the layout of their
+/// result (failure: not in registers at this lane count) and the emitter.
+struct TileFamily {
+  bool (*matches)(Operation *op);
+  FailureOr<TileLayout> (*layout)(const TileBuilder &tb, Operation *op,
+                                  ArrayRef<TileShape> operands);
+  TileRef (*lower)(TileBuilder &tb, Operation *op);
+};
+extern const TileFamily kElementwiseTiles, kReductionTiles,
+    kContractionTiles, kLayoutTiles;
 
 } // namespace mlir::vortex::gpugen
 

@@ -12,11 +12,31 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-TileRef mlir::vortex::gpugen::lowerReductionTile(TileBuilder &tb,
-                                                 Operation *op) {
-  auto red = dyn_cast<ReductionOpInterface>(op);
-  if (!red)
-    return nullptr;
+static bool isReduction(Operation *op) {
+  return isa<ReductionOpInterface>(op);
+}
+
+/// Columns in groups of the factor (or all of them), or rows.
+static int64_t groupOf(ReductionOpInterface red, const TileShape &in) {
+  int64_t factor = red.getGroupFactor();
+  if (factor != 0)
+    return factor;
+  return red.getReducedDim() == 2 ? in.d1 : in.d0;
+}
+
+static FailureOr<TileLayout> layoutReduction(const TileBuilder &tb,
+                                             Operation *op,
+                                             ArrayRef<TileShape> operands) {
+  auto red = cast<ReductionOpInterface>(op);
+  VTensorType rt = TileBuilder::resultTypeOf(op);
+  if (red.getReducedDim() == 2)
+    return tb.reduceColumnsLayout(operands[0], rt,
+                                  groupOf(red, operands[0]));
+  return TileLayout{tb.reduceRowsShape(operands[0], rt)};
+}
+
+static TileRef lowerReduction(TileBuilder &tb, Operation *op) {
+  auto red = cast<ReductionOpInterface>(op);
   TileRef in = tb.operandTile(op, 0);
   auto inType = cast<VTensorType>(op->getOperand(0).getType());
   int64_t dim = red.getReducedDim(), factor = red.getGroupFactor();
@@ -24,8 +44,10 @@ TileRef mlir::vortex::gpugen::lowerReductionTile(TileBuilder &tb,
   int64_t realCount = factor == 0 ? inType.getInner(dim) : factor;
   if (dim == 2)
     return tb.reduceColumns(in, TileBuilder::resultTypeOf(op),
-                            red.getReduceKind(), factor == 0 ? in->d1 : factor,
-                            realCount);
+                            red.getReduceKind(), groupOf(red, *in), realCount);
   return tb.reduceRows(in, TileBuilder::resultTypeOf(op), red.getReduceKind(),
-                       factor == 0 ? in->d0 : factor, realCount);
+                       groupOf(red, *in), realCount);
 }
+
+const TileFamily mlir::vortex::gpugen::kReductionTiles = {
+    isReduction, layoutReduction, lowerReduction};

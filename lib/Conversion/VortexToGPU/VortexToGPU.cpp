@@ -88,8 +88,13 @@ gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
 
 namespace {
 
-LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
-                        int64_t itemsPerIteration) {
+/// The pass options a flow's kernels are built with.
+struct KernelOptions {
+  int64_t ctasPerSM, threads, itemsPerIteration, lanes;
+  bool hoist;
+};
+
+LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
   // The kernels widen storage with arith.extf, which LLVM 22's NVVM path
   // cannot do for fp8: refuse early instead of failing in serialization.
@@ -102,9 +107,11 @@ LogicalResult lowerFlow(FlowOp flow, int64_t ctasPerSM, int64_t threads,
   FlowContext ctx;
   ctx.flow = flow;
   ctx.config = flow.getConfig();
-  ctx.ctasPerSM = ctasPerSM;
-  ctx.threads = threads;
-  ctx.itemsPerIteration = itemsPerIteration;
+  ctx.ctasPerSM = options.ctasPerSM;
+  ctx.threads = options.threads;
+  ctx.itemsPerIteration = options.itemsPerIteration;
+  ctx.lanes = options.lanes;
+  ctx.hoistPerRow = options.hoist;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -171,6 +178,8 @@ struct ConvertVortexToGPUPass
       return bad("ctas-per-sm", ctasPerSM, "in [1, 32]");
     if (itemsPerIteration < 1 || itemsPerIteration > 16)
       return bad("items-per-iteration", itemsPerIteration, "in [1, 16]");
+    if (lanes != 0 && (lanes > 32 || !llvm::isPowerOf2_64(lanes)))
+      return bad("lanes", lanes, "0 (planned) or a power of two in [1, 32]");
     return success();
   }
 
@@ -183,9 +192,10 @@ struct ConvertVortexToGPUPass
                                "module (the manifest describes one flow)");
       return signalPassFailure();
     }
+    KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
+                          hoist};
     for (FlowOp flow : flows)
-      if (failed(lowerFlow(flow, ctasPerSM, threadsPerCTA,
-                             itemsPerIteration)))
+      if (failed(lowerFlow(flow, options)))
         return signalPassFailure();
   }
 };

@@ -25,6 +25,31 @@ using namespace mlir::vortex::gpugen;
 
 namespace {
 
+/// The decisions of one workload kernel, made from the flow and the options
+/// before any IR is built (IREE's KernelConfig is the model) and recorded on
+/// the kernel as `vortex.plan`.
+struct KernelPlan {
+  /// Lanes per item; 1 is narrow mode (every tile replicated), taken when
+  /// an op needs a layout the lanes cannot do in registers.
+  int64_t lanes = 1;
+  bool narrow = false;
+  /// The per-row values are computed once per row change and carried
+  /// (no cross-lane op among them), else with every item.
+  bool hoist = false;
+  /// Items a group loads together per iteration of the persistent loop.
+  int64_t itemsPerIteration = 1;
+  int64_t threads = 256, itemsPerWarp = 32, groupsPerCTA = 8;
+  /// 32-bit registers the carried per-row values and one item's loaded rows
+  /// take; items per iteration keep their sum within the budget.
+  int64_t carriedRegisters = 0, itemRegisters = 0;
+  static constexpr int64_t kRegisterBudget = 64;
+  /// Every value's layout; the per-row values the loop carries, and their
+  /// types (storage vectors for loaded inputs, f32 otherwise).
+  DenseMap<Value, TileShape> shapes;
+  SmallVector<std::pair<Value, TileShape>> rowShapes;
+  SmallVector<Type> carryTypes;
+};
+
 struct PendingStore {
   Value value;        // the vortex value whose tile is stored
   std::string buffer; // destination buffer
@@ -69,7 +94,7 @@ private:
   /// The tile a loaded value gets: distributed when its columns spread
   /// evenly over the group's lanes.
   TileRef loadedLayout(VTensorType type) {
-    return makeTile(type, perLaneFor(computeExtent(type, 2)) > 0);
+    return makeTile(loadedShape(type));
   }
   TileRef tileFromRows(Value value, ArrayRef<Value> rows);
   SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
@@ -79,7 +104,7 @@ private:
                  Value rowBase, Type storage, bool isScratch);
   SmallVector<Value> materialize(const Tile &t);
 
-  LogicalResult emitAttempt(StringRef name, bool narrow, bool &retry);
+  LogicalResult emitKernel(StringRef name);
 
   // One emission attempt, in order: the kernel's inputs and stores, its
   // parameters, the per-row part, then the body of either side.
@@ -102,13 +127,16 @@ private:
     Value indptr, indices, rows, total, s0, sEnd;
     /// num_blocks - 1 (i32), when the kernel gathers by block id.
     Value lastBlock;
-    int64_t unroll = 1;
-    bool hoist = false;
-    SmallVector<Type> carryTypes;
-    SmallVector<std::pair<Value, TileRef>> rowShapes;
   };
-  bool planHoist(IndexerLoop &L);
-  int64_t itemsPerLoop(const IndexerLoop &L);
+
+  // Planning: every decision, before any IR is built.
+  LogicalResult planKernel();
+  LogicalResult inferShapes(bool &known);
+  void planRowPart();
+  int64_t registersOf(Value v, const TileShape &t);
+  int64_t planItemsPerIteration();
+  DictionaryAttr planAttr();
+  KernelPlan plan;
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
                                    ValueRange carried, bool &ok);
   bool emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg);
@@ -546,76 +574,152 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
   return true;
 }
 
-/// Whether the per-row part is hoisted (it has no cross-lane op), the
-/// layouts of its values and the types they are carried in.
-bool TileKernel::planHoist(IndexerLoop &L) {
-  bool ok = true;
-  OpBuilder &b = *builder;
-  L.hoist = !rowValues.empty();
-  if (L.hoist) {
-    // Probe: lower the per-row part once to learn its layouts; a
-    // cross-lane op shows up as a subgroup reduction.
-    Block *probe = new Block();
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(probe);
-      Value zero = gen().idx(0);
-      if (!emitRowPart(zero))
-        ok = false;
-      for (Value v : rowValues)
-        L.rowShapes.push_back({v, tiles.lookup(v)});
-      for (auto &[v, t] : L.rowShapes)
-        (void)materialize(*t);
-      probe->walk([&](gpu::SubgroupReduceOp) { L.hoist = false; });
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+/// The layout of every value of the kernel at `lanes` lanes per item, by
+/// the same rules the emitters follow; failure when an op cannot be laid
+/// out (`known` is false when no family takes it).
+LogicalResult TileKernel::inferShapes(bool &known) {
+  known = true;
+  plan.shapes.clear();
+  bool rowCrossLane = false;
+  for (Value v : inputs)
+    plan.shapes[v] = loadedShape(cast<VTensorType>(v.getType()));
+  for (Operation *op : ops) {
+    if (isa<SaveOp, WriteOp, FillOp>(op))
+      continue;
+    if (isa<LoadOp>(op)) {
+      plan.shapes[op->getResult(0)] = plan.shapes.lookup(op->getOperand(0));
+      continue;
     }
-    probe->dropAllDefinedValueUses();
-    delete probe;
-    tiles.clear();
-    // Raw inputs (q) are carried as their loaded storage vectors and
-    // widened at each use (half the registers of f32 for bf16); computed
-    // per-row values are carried in f32.
-    for (auto &[v, t] : L.rowShapes) {
-      if (inputs.contains(v)) {
-        Type storage =
-            cast<MemRefType>(
-                buffers.lookup(StringRef(ctx.bufferOf.lookup(v))).getType())
-                .getElementType();
-        for (int64_t r = 0; r < t->d0; ++r)
-          L.carryTypes.push_back(VectorType::get({t->width()}, storage));
-        continue;
-      }
-      for (int64_t i = 0; i < t->d0 * t->width(); ++i)
-        L.carryTypes.push_back(b.getF32Type());
-    }
+    SmallVector<TileShape> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(plan.shapes.lookup(v));
+    FailureOr<TileLayout> layout = layoutOf(op, operands, known);
+    if (failed(layout))
+      return failure();
+    plan.shapes[op->getResult(0)] = layout->shape;
+    rowCrossLane |= layout->crossLane && rowOpSet.count(op);
   }
-  return ok;
+  // A shuffle must not sit in the divergent code of a row change.
+  plan.hoist = !rowValues.empty() && !rowCrossLane;
+  return success();
 }
 
-/// Blocks per iteration: as many as fit an estimate of 64 live 32-bit
-/// registers for the carried row values plus the items' loaded rows.
-int64_t TileKernel::itemsPerLoop(const IndexerLoop &L) {
-  auto regsOf = [&](Value v, const Tile &t) -> int64_t {
-    std::string buf = ctx.bufferOf.lookup(v);
-    Value memref = buffers.lookup(StringRef(buf));
-    unsigned bits = memref ? cast<MemRefType>(memref.getType())
-                                 .getElementType()
-                                 .getIntOrFloatBitWidth()
-                           : 32;
-    return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
-  };
-  int64_t carried = 0, perItem = 8;
-  for (auto &[v, t] : L.rowShapes)
-    carried += inputs.contains(v) ? regsOf(v, *t) : t->d0 * t->width();
-  for (Value v : inputs)
-    if (!isRowInvariant(v)) {
-      auto type = cast<VTensorType>(v.getType());
-      TileRef t = loadedLayout(type);
-      perItem += regsOf(v, *t);
+/// The per-row values the loop carries and their types. They are carried
+/// whenever the kernel has per-row values (unused without hoisting, and
+/// folded away then).
+void TileKernel::planRowPart() {
+  plan.rowShapes.clear();
+  plan.carryTypes.clear();
+  if (rowValues.empty())
+    return;
+  for (Value v : rowValues)
+    plan.rowShapes.push_back({v, plan.shapes.lookup(v)});
+  // Raw inputs (q) are carried as their loaded storage vectors and widened
+  // at each use (half the registers of f32 for bf16); computed per-row
+  // values are carried in f32.
+  MLIRContext *mctx = root->getContext();
+  for (auto &[v, t] : plan.rowShapes) {
+    if (inputs.contains(v)) {
+      Type storage = ctx.abi.tensors[ctx.bufferOf.lookup(v)].elementType;
+      for (int64_t r = 0; r < t.d0; ++r)
+        plan.carryTypes.push_back(VectorType::get({t.width()}, storage));
+      continue;
     }
+    for (int64_t i = 0; i < t.d0 * t.width(); ++i)
+      plan.carryTypes.push_back(Float32Type::get(mctx));
+  }
+}
+
+/// 32-bit registers a value's tile takes in its storage type.
+int64_t TileKernel::registersOf(Value v, const TileShape &t) {
+  auto it = ctx.abi.tensors.find(ctx.bufferOf.lookup(v));
+  unsigned bits = it != ctx.abi.tensors.end()
+                      ? it->second.elementType.getIntOrFloatBitWidth()
+                      : 32;
+  return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
+}
+
+/// Blocks per iteration: as many as fit the register budget with the
+/// carried per-row values and the items' loaded rows.
+int64_t TileKernel::planItemsPerIteration() {
+  int64_t carried = 0, perItem = 8;
+  for (auto &[v, t] : plan.rowShapes)
+    carried += inputs.contains(v) ? registersOf(v, t) : t.d0 * t.width();
+  for (Value v : inputs)
+    if (!isRowInvariant(v))
+      perItem += registersOf(v, plan.shapes.lookup(v));
+  plan.carriedRegisters = carried;
+  plan.itemRegisters = perItem;
   int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
-  while (unroll > 1 && carried + unroll * perItem > 64)
+  while (unroll > 1 && carried + unroll * perItem > plan.kRegisterBudget)
     unroll /= 2;
   return unroll;
+}
+
+/// The kernel's decisions. Lanes: the widest inner extent spread over up
+/// to 32 lanes, 8 columns (16 bytes of bf16) per lane, or narrow mode when
+/// an op cannot be laid out over them; the `lanes` option overrides both.
+LogicalResult TileKernel::planKernel() {
+  collectIO();
+  collectRowPart();
+  int64_t widest = 1;
+  for (Operation *op : ops)
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                     op->getResultTypes()))
+      if (auto v = dyn_cast<VTensorType>(t))
+        widest = std::max(widest, computeExtent(v, 2));
+  int64_t forced = ctx.lanes;
+  lanes = forced ? forced : std::clamp<int64_t>(widest / 8, 1, 32);
+  bool known = true;
+  if (failed(inferShapes(known))) {
+    if (!known)
+      return root->emitOpError("internal error: an op of the kernel has no "
+                               "GPU lowering");
+    if (forced)
+      return root->emitOpError("cannot be laid out over ")
+             << forced << " lanes per block (convert-vortex-to-gpu lanes "
+             << "option); 1 (narrow) always can";
+    lanes = 1;
+    if (failed(inferShapes(known)))
+      return root->emitOpError("internal error: no narrow layout");
+  }
+  plan.lanes = lanes;
+  plan.narrow = lanes == 1 && widest / 8 > 1;
+  plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
+  planRowPart();
+  plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;
+  plan.threads = ctx.threads;
+  plan.itemsPerWarp = 32 / lanes;
+  plan.groupsPerCTA = plan.threads / 32 * plan.itemsPerWarp;
+  return success();
+}
+
+/// The plan as the kernel's `vortex.plan` attribute.
+DictionaryAttr TileKernel::planAttr() {
+  Builder b(root->getContext());
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr("lanes", b.getI64IntegerAttr(plan.lanes)),
+      b.getNamedAttr("narrow", b.getBoolAttr(plan.narrow)),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(plan.threads)),
+      b.getNamedAttr("groups_per_cta", b.getI64IntegerAttr(plan.groupsPerCTA)),
+      b.getNamedAttr("register_budget",
+                     b.getI64IntegerAttr(plan.kRegisterBudget))};
+  if (indexerSide) {
+    attrs.push_back(b.getNamedAttr("hoist", b.getBoolAttr(plan.hoist)));
+    attrs.push_back(b.getNamedAttr(
+        "items_per_iteration", b.getI64IntegerAttr(plan.itemsPerIteration)));
+    attrs.push_back(b.getNamedAttr("ctas_per_sm",
+                                   b.getI64IntegerAttr(ctx.ctasPerSM)));
+    attrs.push_back(b.getNamedAttr(
+        "carried_registers", b.getI64IntegerAttr(plan.carriedRegisters)));
+    attrs.push_back(b.getNamedAttr("item_registers",
+                                   b.getI64IntegerAttr(plan.itemRegisters)));
+  }
+  return b.getDictionaryAttr(attrs);
 }
 
 /// One iteration of the persistent loop: `unroll` items, their ids and
@@ -627,7 +731,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   OpBuilder &b = *builder;
   Value indptr = L.indptr, indices = L.indices;
   Value total = L.total, s0 = L.s0, sEnd = L.sEnd;
-  int64_t unroll = L.unroll;
+  int64_t unroll = plan.itemsPerIteration;
   int64_t eos = ctx.config.getReservedEos();
   FlowConfigAttr cfg = ctx.config;
   auto rowStart = [&](Gen &x, Value r) {
@@ -701,11 +805,11 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
     item.pos = sc;
     item.row = r;
     item.active = active;
-    if (L.hoist) {
+    if (plan.hoist) {
       // Recompute the per-row values when the row changes.
       Value changed = y.cmpI(arith::CmpIPredicate::ne, r, cachedRow);
       carry = y.ifElse(
-          changed, L.carryTypes,
+          changed, plan.carryTypes,
           [&](Gen &gt) {
             OpBuilder::InsertionGuard guard3(b);
             b.setInsertionPoint(gt.b.getInsertionBlock(),
@@ -716,7 +820,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
               ok = false;
               return SmallVector<Value>(carry);
             }
-            for (auto &[v, t] : L.rowShapes) {
+            for (auto &[v, t] : plan.rowShapes) {
               if (inputs.contains(v))
                 llvm::append_range(fresh, rowVectors[v]);
               else
@@ -728,14 +832,14 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
           [&](Gen &) { return SmallVector<Value>(carry); });
       cachedRow = r;
       unsigned at = 0;
-      for (auto &[v, shape] : L.rowShapes) {
+      for (auto &[v, shape] : plan.rowShapes) {
         if (inputs.contains(v)) {
           item.rowTiles[v] = tileFromRows(
-              v, ArrayRef<Value>(carry).slice(at, shape->d0));
-          at += shape->d0;
+              v, ArrayRef<Value>(carry).slice(at, shape.d0));
+          at += shape.d0;
           continue;
         }
-        TileRef t = std::make_shared<Tile>(*shape);
+        TileRef t = makeTile(shape);
         SmallVector<Value> vals(
             ArrayRef<Value>(carry).slice(at, t->d0 * t->width()));
         at += t->d0 * t->width();
@@ -797,9 +901,6 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   L.s0 = s0;
   L.sEnd = sEnd;
   L.lastBlock = lastBlock;
-  if (!planHoist(L))
-    ok = false;
-  L.unroll = itemsPerLoop(L);
 
   Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
   g.ifThen(positive, [&](Gen &gp) {
@@ -829,7 +930,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
         });
     Value r0 = search.getResult(0);
     SmallVector<Value> inits = {r0, x.idx(-1)};
-    for (Type t : L.carryTypes) {
+    for (Type t : plan.carryTypes) {
       if (auto vt = dyn_cast<VectorType>(t))
         inits.push_back(arith::ConstantOp::create(
             b, loc, vt,
@@ -838,7 +939,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
       else
         inits.push_back(x.f32(0.0));
     }
-    Value iterations = x.ceilDiv(chunk, x.idx(L.unroll));
+    Value iterations = x.ceilDiv(chunk, x.idx(plan.itemsPerIteration));
       x.forLoop(x.idx(0), iterations, inits, [&](Gen &gl, Value it,
                                                   ValueRange carried) {
         OpBuilder::InsertionGuard guard2(b);
@@ -888,25 +989,13 @@ bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
   return ok;
 }
 
-LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
-                                      bool &retry) {
-  retry = false;
+/// Emits the planned kernel: parameters, lane coordinates, then the body of
+/// either side.
+LogicalResult TileKernel::emitKernel(StringRef name) {
   unsupported = false;
   tiles.clear();
   buffers.clear();
   loc = root->getLoc();
-
-  // Lane layout: the widest inner extent spread over up to 32 lanes, 8
-  // columns (16 bytes of bf16) per lane.
-  int64_t widest = 1;
-  for (Operation *op : ops)
-    for (Type t : llvm::concat<Type>(op->getOperandTypes(),
-                                     op->getResultTypes()))
-      if (auto v = dyn_cast<VTensorType>(t))
-        widest = std::max(widest, computeExtent(v, 2));
-  lanes = narrow ? 1 : std::clamp<int64_t>(widest / 8, 1, 32);
-
-  collectIO();
   SmallVector<Param> params;
   SmallVector<std::string> reads, writes;
   if (failed(buildParams(params, reads, writes)))
@@ -914,8 +1003,9 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
 
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   builder = &b;
-  int64_t threads = ctx.threads;
+  int64_t threads = plan.threads;
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
+  func->setAttr("vortex.plan", planAttr());
   for (auto [i, p] : llvm::enumerate(params))
     if (p.isBuffer)
       buffers[StringRef(p.name)] = func.getArgument(i);
@@ -930,12 +1020,11 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   Value warp = g.divU(tid, g.idx(32));
   laneInItem = g.remU(lane, g.idx(lanes));
   Value itemInWarp = g.divU(lane, g.idx(lanes));
-  int64_t itemsPerWarp = 32 / lanes;
-  groupsPerCTA = threads / 32 * itemsPerWarp;
+  int64_t itemsPerWarp = plan.itemsPerWarp;
+  groupsPerCTA = plan.groupsPerCTA;
   group = g.add(g.mul(bid, g.idx(groupsPerCTA)),
                 g.add(g.mul(warp, g.idx(itemsPerWarp)), itemInWarp));
 
-  collectRowPart();
   bool ok = indexerSide ? emitIndexerBody(func, scalarArg)
                         : emitCacheBody(func, scalarArg);
   gpu::ReturnOp::create(b, loc);
@@ -943,11 +1032,10 @@ LogicalResult TileKernel::emitAttempt(StringRef name, bool narrow,
   if (!ok)
     return func.emitOpError("internal error: an op of the kernel has no "
                             "GPU lowering");
-  if (unsupported && !narrow) {
-    func.erase();
-    retry = true;
-    return success();
-  }
+  // The emitters follow the plan's layouts, by the same rules.
+  if (unsupported)
+    return func.emitOpError("internal error: a tile layout differs from the "
+                            "kernel's plan");
   recordKernel(name, params, reads, writes);
   return success();
 }
@@ -982,12 +1070,9 @@ void TileKernel::recordKernel(StringRef name, ArrayRef<Param> params,
 }
 
 LogicalResult TileKernel::emit(StringRef name) {
-  bool retry = false;
-  if (failed(emitAttempt(name, /*narrow=*/false, retry)))
+  if (failed(planKernel()))
     return failure();
-  if (!retry)
-    return success();
-  return emitAttempt(name, /*narrow=*/true, retry);
+  return emitKernel(name);
 }
 
 LogicalResult mlir::vortex::gpugen::emitIndexerWorkloadKernel(

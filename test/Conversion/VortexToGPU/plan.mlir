@@ -1,0 +1,98 @@
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="lanes=1" | FileCheck %s --check-prefix=NARROW
+// RUN: not vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="lanes=4 hoist=false items-per-iteration=4" 2> %t.err | FileCheck %s --check-prefix=OVERRIDE
+// RUN: FileCheck %s --check-prefix=OVERRIDE-ERR < %t.err
+// RUN: not vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="lanes=16" 2>&1 | FileCheck %s --check-prefix=FORCED
+// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="lanes=3" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Every workload kernel's decisions are planned before any IR is built and
+// recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
+// options override them.
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @centroids
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qs = vortex.add_mul %q {alpha = 0.0 : f32, beta = 2.0 : f32} : !q -> !q
+  %s = vortex.gemm %qs, %centroids : (!q, !c) -> !vortex.vtensor<?x1x8xbf16, #vortex.format<ragged>>
+  %m = vortex.max %s {dim = 2 : i64} : !vortex.vtensor<?x1x8xbf16, #vortex.format<ragged>> -> !s
+  vortex.topk %m into %o : !s into !o
+}
+
+// Planned: 128 columns over 16 lanes of 8; the per-row 2q (an elementwise
+// op of q, no cross-lane op) hoisted and carried in f32: 8 rows of 8 = 64
+// registers; an item loads one centroid row (8 bf16, 4 registers) plus the
+// 8-register allowance.
+// CHECK-LABEL: gpu.func @centroids_indexer_w0(
+// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// The cache kernel: one block per group of 16 lanes.
+// CHECK-LABEL: gpu.func @centroids_cache_w0(
+// CHECK-SAME: vortex.plan = {groups_per_cta = 16 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+
+// lanes=1: narrow mode, every tile replicated, no shuffle.
+// NARROW-LABEL: gpu.func @centroids_indexer_w0(
+// NARROW-SAME: groups_per_cta = 256 : i64
+// NARROW-SAME: lanes = 1 : i64, narrow = true
+// NARROW-NOT: gpu.subgroup_reduce
+// NARROW: gpu.return
+
+// lanes=4, no hoisting, up to 4 items per iteration: 32 columns per lane;
+// the q rows are no longer carried (hoist = false) but still counted, so
+// the budget keeps 1 item.
+// OVERRIDE-LABEL: gpu.func @centroids_indexer_w0(
+// OVERRIDE-SAME: hoist = false
+// OVERRIDE-SAME: items_per_iteration = 1 : i64, lanes = 4 : i64
+// OVERRIDE: gpu.subgroup_reduce add {{.*}} cluster(size = 4)
+
+// -----
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!ct = !vortex.vtensor<?x128x1xbf16, #vortex.format<ragged>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @transposed
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %t = vortex.transpose %centroids : !c -> !ct
+  %s = vortex.sum %t {dim = 1 : i64} : !ct -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// A transpose of a row spread over lanes cannot be done in registers: the
+// plan takes narrow mode up front (no kernel is emitted and retried).
+// CHECK-LABEL: gpu.func @transposed_indexer_w0(
+// CHECK-SAME: lanes = 1 : i64, narrow = true
+// CHECK-LABEL: gpu.func @transposed_cache_w0(
+// CHECK-SAME: lanes = 16 : i64, narrow = false
+
+// Forcing 16 lanes on it is refused, naming the option; nothing is emitted.
+// FORCED: error: 'vortex.kernel' op cannot be laid out over 16 lanes per block (convert-vortex-to-gpu lanes option); 1 (narrow) always can
+// OVERRIDE-ERR: error: 'vortex.kernel' op cannot be laid out over 4 lanes per block
+// FORCED-NOT: gpu.func @transposed
+
+// BAD: error: convert-vortex-to-gpu: lanes = 3 must be 0 (planned) or a power of two in [1, 32]
