@@ -22,8 +22,13 @@ Measured (median of --reps timed runs after warm-up, CUDA events):
   (c) the HBM floors: bytes the step must move / measured copy bandwidth;
   (d) torch.compile of the torch reference of the same step
       (eager mode of the flow's Python module, vortex.eager.indexer, max_n
-      static; --compile-mode);
-  (e) the eager torch reference.
+      static; --compile-mode), launched plainly and captured in a CUDA
+      graph of the same K steps as ours;
+  (e) the eager torch reference;
+  (f) the Triton peer (bench/peers.py): a score kernel written the
+      vortex_torch way (one program per (row, chunk of blocks)) and the step
+      it makes with torch.topk, both captured in CUDA graphs like ours, and
+      its selection compared with ours.
 
 Every timed run goes through R rotating input sets (q, block lists, pool
 regions, outputs) whose combined footprint is >= 2 x L2, so no run finds its
@@ -74,6 +79,8 @@ from vortex import reference as npref  # noqa: E402
 from vortex import runtime  # noqa: E402
 from vortex import eager  # noqa: E402
 from vortex.manifest import DTYPES, Manifest, budget  # noqa: E402
+
+import peers  # noqa: E402  (bench/peers.py)
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -232,12 +239,51 @@ def fmt(x: Optional[float], nd: int = 1) -> str:
     return f"{x:.{nd}f}"
 
 
+def run_peers(args, flow_name: str, cfg, S: Sets, R: int, n: int, K: int,
+              n_sets: int, flow) -> Dict[str, Optional[float]]:
+    """The Triton peer's score kernel and step (bench/peers.py), each
+    captured in a CUDA graph of K steps like ours, and its selection
+    against ours on set 0 (stateless flows)."""
+    res: Dict[str, object] = dict(tri_score=None, tri_step=None,
+                                  peer_check=None)
+    if not args.peers:
+        return res
+    try:
+        pstep = peers.triton_step(flow_name, cfg, S.cache, R, n)
+    except Exception as err:  # noqa: BLE001
+        print(f"    Triton peer unavailable: {err}")
+        return res
+    if pstep is None:
+        return res
+    if flow_name != "running_avg_block_sparse":
+        s0 = S.sets[0]
+        run_ours(flow, S, 0)
+        ours = (s0["sp"].clone(), s0["si"].clone())
+        pstep(s0, False)
+        torch.cuda.synchronize()
+        sp = ours[0].cpu().numpy()
+        same = torch.equal(ours[0], s0["sp"]) and sum(
+            set(ours[1][sp[r]:sp[r + 1]].tolist()) ==
+            set(s0["si"][sp[r]:sp[r + 1]].tolist()) for r in range(R))
+        res["peer_check"] = (f"indptr {'ok' if same is not False else 'DIFFERS'}"
+                             f", {int(same)}/{R} rows same set")
+        print(f"    Triton peer: {res['peer_check']}")
+    for label, score_only in (("tri_score", True), ("tri_step", False)):
+        g = graph_of(lambda i: pstep(S.sets[i], score_only), K, n_sets)
+        if g is None:
+            continue
+        res[label] = time_cuda(g.replay, args.reps, args.warmup) * 1e3 / K
+        del g
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--flows", nargs="*",
                     default=["gqa_quest_sparse_attention",
-                             "block_sparse_attention"],
+                             "block_sparse_attention",
+                             "running_avg_block_sparse"],
                     help="reference flow names (variants match by prefix)")
     ap.add_argument("--manifests", nargs="*", default=None,
                     help="only these manifest flow names")
@@ -257,6 +303,8 @@ def main(argv=None) -> int:
                     help="torch.compile mode (default, max-autotune-no-"
                          "cudagraphs, ...); 'none' to skip")
     ap.add_argument("--no-eager", action="store_true")
+    ap.add_argument("--no-peers", dest="peers", action="store_false",
+                    help="skip the Triton peers (bench/peers.py)")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the selection sanity check against the reference")
     ap.add_argument("--md", default=None, help="markdown output path")
@@ -375,7 +423,7 @@ def main(argv=None) -> int:
                         fn(s["q"], S.cache, s["indptr"], s["indices"])
                 return run
 
-            res["compile"] = res["eager"] = None
+            res["compile"] = res["eager"] = res["cgraph"] = None
             if args.compile_mode != "none":
                 try:
                     kw = {} if args.compile_mode == "default" else \
@@ -389,41 +437,62 @@ def main(argv=None) -> int:
                     ms = time_cuda(torch_run(cfn), max(3, args.reps // 4),
                                    args.warmup)
                     res["compile"] = ms * 1e3 / K
+                    # The same compiled step captured in a CUDA graph, as
+                    # ours is.
+                    def cstep(i):
+                        s = S.sets[i]
+                        cfn(s["q"], S.cache, s["indptr"], s["indices"])
+                    g = graph_of(cstep, K, n_sets)
+                    if g is not None:
+                        res["cgraph"] = time_cuda(g.replay, args.reps,
+                                                  args.warmup) * 1e3 / K
+                    del g
                 except Exception as err:  # noqa: BLE001
                     print(f"    torch.compile failed: {err}")
             if not args.no_eager:
                 ms = time_cuda(torch_run(ref_step), max(3, args.reps // 4), 1)
                 res["eager"] = ms * 1e3 / K
+            res.update(run_peers(args, type(tf)._vortex_flow_name, cfg, S,
+                                 R, n, K, n_sets, flow))
             sfl = sfloor / bw * 1e6
             stf = (sfloor + tfloor) / bw * 1e6
             row = dict(flow=m.flow, G=cfg.group_size, B=B, R=R,
                        topk=cfg.topk_val, score=res["score"], sfloor=sfl,
                        step=res["step"], nograph=res["nograph"], stfloor=stf,
-                       compile=res["compile"], eager=res["eager"], check=check)
+                       compile=res["compile"], eager=res["eager"], check=check,
+                       cgraph=res["cgraph"], tscore=res["tri_score"],
+                       tstep=res["tri_step"], pcheck=res["peer_check"])
             rows_out.append(row)
             print(f"    score {res['score']:.1f} us (floor {sfl:.1f}), step "
                   f"{res['step']:.1f} us (floor {stf:.1f}; no graph "
-                  f"{res['nograph']:.1f}), compile {fmt(res['compile'])} us, "
-                  f"eager {fmt(res['eager'])} us")
+                  f"{res['nograph']:.1f}), compile {fmt(res['compile'])} us "
+                  f"(in a graph {fmt(res['cgraph'])}), eager "
+                  f"{fmt(res['eager'])} us, triton score "
+                  f"{fmt(res['tri_score'])} step {fmt(res['tri_step'])} us")
             S = None
             torch.cuda.empty_cache()
         flow.close()
 
     hdr = ["flow", "G", "B", "rows", "topk_val", "score µs", "score floor µs",
            "score/floor", "step µs", "step floor µs", "step/floor",
-           "step no-graph µs", "torch.compile µs", "eager µs",
-           "compile/ours", "eager/ours"]
+           "step no-graph µs", "Triton score µs", "Triton step µs",
+           "torch.compile graph µs", "torch.compile µs", "eager µs",
+           "best peer score / ours", "best peer step / ours"]
     lines = ["| " + " | ".join(hdr) + " |",
              "|" + "|".join("---" for _ in hdr) + "|"]
     for r in rows_out:
         def ratio(a, b):
             return fmt(a / b, 2) if a and b else "-"
+        step_peers = [x for x in (r["tstep"], r["cgraph"], r["compile"],
+                                  r["eager"]) if x]
         lines.append("| " + " | ".join([
             r["flow"], str(r["G"]), str(r["B"]), str(r["R"]), str(r["topk"]),
             fmt(r["score"]), fmt(r["sfloor"]), ratio(r["score"], r["sfloor"]),
             fmt(r["step"]), fmt(r["stfloor"]), ratio(r["step"], r["stfloor"]),
-            fmt(r["nograph"]), fmt(r["compile"]), fmt(r["eager"]),
-            ratio(r["compile"], r["step"]), ratio(r["eager"], r["step"]),
+            fmt(r["nograph"]), fmt(r["tscore"]), fmt(r["tstep"]),
+            fmt(r["cgraph"]), fmt(r["compile"]), fmt(r["eager"]),
+            ratio(r["tscore"], r["score"]),
+            ratio(min(step_peers) if step_peers else None, r["step"]),
         ]) + " |")
     head = (f"Device: {dev_name}; copy bandwidth {bw / 1e9:.0f} GB/s "
             f"(read + write, {2 ** 31 >> 20} MiB copy); L2 "
@@ -431,8 +500,9 @@ def main(argv=None) -> int:
             f"{args.heads} KV heads, {args.blocks} blocks of "
             f"{selected[0][1].config.get('block_size')} tokens per row, "
             f"layout {args.layout}, compile mode {args.compile_mode}.")
-    checks = [f"- {r['flow']} B={r['B']}: {r['check']}" for r in rows_out
-              if r["check"]]
+    checks = [f"- {r['flow']} B={r['B']}: {r['check']}"
+              + (f"; Triton peer vs ours: {r['pcheck']}" if r["pcheck"] else "")
+              for r in rows_out if r["check"]]
     md = head + "\n\n" + "\n".join(lines) + "\n" + (
         "\nSelection check vs the torch reference (set 0):\n\n" +
         "\n".join(checks) + "\n" if checks else "")

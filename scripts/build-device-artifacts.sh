@@ -45,7 +45,8 @@ for src in "$ROOT"/examples/*.mlir; do
   variant "$src" "${base}_g8" "group-size=8" "$OUT/check"
   variant "$src" "${base}_g5" "group-size=5" "$OUT/check"
 done
-for base in gqa_quest_sparse_attention block_sparse_attention; do
+for base in gqa_quest_sparse_attention block_sparse_attention \
+    running_avg_block_sparse; do
   for g in 8 5; do
     variant "$ROOT/examples/$base.mlir" "${base}_k64_g$g" \
       "group-size=$g topk-val=64" "$OUT/bench"

@@ -56,7 +56,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
     * `vortex.topk` / `vortex.approx_topk` run one CTA per row: a bitonic
       sort in shared memory of (score, position) keys (rows up to 4096
       scored blocks; longer rows use a slower per-pick reduction).
-    Values crossing kernels live in f32 scratch buffers.
+    Values crossing kernels live in f32 scratch buffers. Each workload
+    kernel is planned before it is emitted (lanes per block, narrow mode,
+    hoisting, items per iteration, registers, CTA shape) and carries the
+    plan as `vortex.plan`; `lanes` and `hoist` override it.
   }];
   let options = [
     Option<"ctasPerSM", "ctas-per-sm", "int64_t", "4",

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""One cache step and one indexer step of each given flow, for Nsight
+Compute (docs/benchmarks.md, "Profiles").
+
+    ncu --csv --section SpeedOfLight --section Occupancy \\
+        --section LaunchStats --section ComputeWorkloadAnalysis \\
+        python3 bench/ncu_kernels.py MANIFEST... [--batch 64]
+
+Each step runs once after one warm-up run of both steps (skip the warm-up
+launches with ncu's --launch-skip, which this script prints). The problem is
+the benchmark's: rows = batch x --heads, every row --blocks blocks of a
+random pool (bench_torch_ops.indexer_problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
+sys.path.insert(0, _HERE)
+
+import torch  # noqa: E402
+
+import vortex  # noqa: E402
+from vortex.manifest import Manifest  # noqa: E402
+from bench_torch_ops import indexer_problem  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("manifests", nargs="+")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--blocks", type=int, default=2048)
+    args = ap.parse_args()
+    R, n = args.batch * args.heads, args.blocks
+    for path in args.manifests:
+        m = Manifest.from_file(path)
+        flow = vortex.load(path)
+        cache, q, ip, ix, sp, si = indexer_problem(m, R, n)
+        launches = len(m.kernels("cache")) + len(m.kernels("indexer"))
+        print(f"{m.flow}: rows={R} n={n}; warm-up launches {launches}",
+              flush=True)
+        for _ in range(2):  # warm-up, then the profiled steps
+            flow.cache_step(cache, ix[:R * 64])
+            flow.indexer(q, cache, ip, ix, sp, si)
+        torch.cuda.synchronize()
+        del cache, q, ip, ix, sp, si
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
