@@ -239,11 +239,22 @@ def fmt(x: Optional[float], nd: int = 1) -> str:
     return f"{x:.{nd}f}"
 
 
+def state_of(m: Manifest, S: Sets) -> Dict[str, torch.Tensor]:
+    """Copies of the cache fields the indexer step writes (saved state)."""
+    return {k: S.cache[k].clone() for k in m.steps["indexer"].writes
+            if k in S.cache}
+
+
+def restore(S: Sets, snap: Dict[str, torch.Tensor]) -> None:
+    for k, v in snap.items():
+        S.cache[k].copy_(v)
+
+
 def run_peers(args, flow_name: str, cfg, S: Sets, R: int, n: int, K: int,
               n_sets: int, flow) -> Dict[str, Optional[float]]:
     """The Triton peer's score kernel and step (bench/peers.py), each
     captured in a CUDA graph of K steps like ours, and its selection
-    against ours on set 0 (stateless flows)."""
+    against ours on set 0 (from the same state)."""
     res: Dict[str, object] = dict(tri_score=None, tri_step=None,
                                   peer_check=None)
     if not args.peers:
@@ -255,9 +266,11 @@ def run_peers(args, flow_name: str, cfg, S: Sets, R: int, n: int, K: int,
         return res
     if pstep is None:
         return res
-    if flow_name != "running_avg_block_sparse":
+    if not args.no_check:
         s0 = S.sets[0]
+        snap = state_of(flow.manifest, S)
         run_ours(flow, S, 0)
+        restore(S, snap)
         ours = (s0["sp"].clone(), s0["si"].clone())
         pstep(s0, False)
         torch.cuda.synchronize()
@@ -376,7 +389,11 @@ def main(argv=None) -> int:
             # sanity: our selection vs the reference on set 0
             check = ""
             if not args.no_check:
+                # A flow that saves state: the reference starts from the
+                # state ours started from.
+                snap = state_of(m, S)
                 run_ours(flow, S, 0)
+                restore(S, snap)
                 s0 = S.sets[0]
                 sc, rsp, rsi = eager.indexer(tf, s0["q"], dict(S.cache),
                                              s0["indptr"], s0["indices"],

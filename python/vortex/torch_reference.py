@@ -311,5 +311,9 @@ def topk_select(score: torch.Tensor, L: Layout
 def _save(field: torch.Tensor, value: torch.Tensor, L: Layout) -> None:
     """field[block] = value for the positions [0, n - eos) of rows that need
     selection (block ids must not repeat there)."""
-    m = L.saved
-    field.index_put_((L.ids[m],), value[m].to(field.dtype))
+    # Every position writes its block: the saved value, or the block's own
+    # (a block belongs to one row, so no two positions write one block). No
+    # data-dependent shape: the step stays capturable in a CUDA graph.
+    m = L.saved.view(-1, *([1] * (value.dim() - 1)))
+    field.index_put_((L.ids,), torch.where(m, value.to(field.dtype),
+                                           field[L.ids]))
