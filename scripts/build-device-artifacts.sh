@@ -37,7 +37,7 @@ variant() { # example name config-options outdir
   rm "$dir/$name.mlir"
 }
 
-rm -rf "$OUT/check" "$OUT/bench" "$OUT/py"
+rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8"
 for src in "$ROOT"/examples/*.mlir; do
   [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
@@ -75,5 +75,21 @@ if [ "${VORTEX_ONLY:-}" != bench ]; then
     > "$OUT/py/custom_flow.py"
   py "$OUT/py/custom_flow.py" --flow custom_sparse_attention \
     --name custom_sparse_attention_g8
+fi
+# fp8 k and v (docs/gpu.md, "fp8 KV"): every shipped flow with e4m3 at G = 8
+# and e5m2 at G = 5, into fp8/.
+if [ "${VORTEX_ONLY:-}" != bench ]; then
+  mkdir -p "$OUT/fp8"
+  for src in "$ROOT"/examples/*.mlir; do
+    base="$(basename "$src" .mlir)"
+    [ "$base" = gqa_quest_sparse_attention_g5 ] && continue
+    PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+      VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
+      -o "$OUT/fp8" --flow "$base" --kv-dtype f8E4M3FN --q-dtype bf16 --name "${base}_e4m3_g8" >&2
+    PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+      VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
+      -o "$OUT/fp8" --flow "$base" --group-size 5 --kv-dtype f8E5M2 --q-dtype bf16 \
+      --name "${base}_e5m2_g5" >&2
+  done
 fi
 du -sh "$OUT"

@@ -133,6 +133,8 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     unsigned csr = 1 + numCache + numParams;
     Value indptr = sb.mark(sb.tensorOf(csr, false), "indptr");
     Value blockIds = sb.mark(sb.tensorOf(csr + 1, false), "block_ids");
+    // The sparse CSR's values at the start of the step: the selections'
+    // state (currentState) until one writes them.
     Value sparseIndices = sb.tensorOf(csr + 3, true);
     sb.tensorOf(csr + 2, true);
     sb.mark(e.dim(blockIds, 0), "ragged_extent");

@@ -23,35 +23,16 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 // -----
 
-// fp8 storage has no GPU kernels yet (it runs on the CPU path).
-!p8 = !vortex.vtensor<?x1x1xf8E4M3FN, #vortex.format<paged>>
-!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
-!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
-!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
-#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = f8E4M3FN>
-// expected-error @+1 {{'vortex.flow' op uses fp8 storage ('f8E4M3FN'), which the GPU code generator does not support yet}}
-vortex.flow @f8 config = #cfg fields(c = [1, 1])
-cache(%k: !p8, %v: !p8, %c: !p) {
-  %x = vortex.max %k {dim = 1 : i64} : !p8 -> !r
-  vortex.write %x into %c : !r into !p
-}
-indexer(%q: !b, %o: !o, %k: !p8, %v: !p8, %c: !p) {
-  %s = vortex.load %c : !p -> !r
-  vortex.topk %s into %o : !r into !o
-}
-
-// -----
-
-// Parameters are stored in the intermediate dtype: an fp8 one is refused
-// like any fp8 storage.
+// Intermediates (fields, scratch, parameters) stored in fp8 are refused:
+// narrowing to fp8 has no NVVM lowering in LLVM 22 (fp8 k and v are
+// supported, test fp8.mlir).
 !p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
 !r = !vortex.vtensor<?x1x1xf8E5M2, #vortex.format<ragged>>
 !b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 !w = !vortex.vtensor<1x1x1xf8E5M2, #vortex.format<parameter>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = f8E5M2, kv_dtype = bf16>
-// expected-error @+1 {{'vortex.flow' op uses fp8 storage ('f8E5M2'), which the GPU code generator does not support yet}}
+// expected-error @+1 {{'vortex.flow' op stores its intermediates in fp8 ('f8E5M2'), which the GPU code generator does not support yet; fp8 is supported for k and v (kv_dtype)}}
 vortex.flow @f8_param config = #cfg fields() params(w = [1, 1])
 cache(%k: !p, %v: !p, %w: !w) {
 }
