@@ -161,6 +161,9 @@ void vortex::buildVortexNVVMLowerStage(
 
   // Close MLIR 22's gaps before anything lowers to LLVM.
   OpPassManager &prepare = pm.nest<gpu::GPUModuleOp>();
+  VortexGPULowerFp8Options fp8;
+  fp8.chip = options.chip;
+  prepare.addPass(createVortexGPULowerFp8(fp8));
   prepare.addPass(createVortexGPULowerSubgroupReduce());
   prepare.addPass(createVortexGPULowerVectorTransfers());
   prepare.addPass(createSCFToControlFlowPass());

@@ -38,65 +38,13 @@ using abi::TensorRecord;
 struct Gen : ScalarBuilder {
   Gen(OpBuilder &b, Location loc) : ScalarBuilder(b, loc) {}
 
-  /// Storage element -> f32. fp8 is widened from its bits: LLVM 22's NVVM
-  /// path cannot serialize `arith.extf` from fp8.
+  /// Storage element -> f32 (fp8 included: vortex-gpu-lower-fp8 makes its
+  /// extf one that LLVM 22's NVPTX can select).
   Value toF32(Value v) {
     Type t = v.getType();
     if (t.isF32())
       return v;
-    if (isa<Float8E5M2Type>(t))
-      return e5m2ToF32(v);
-    if (isa<Float8E4M3FNType>(t))
-      return e4m3fnToF32(v);
     return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-  }
-  /// e5m2 is the high byte of an f16: shift it into place.
-  Value e5m2ToF32(Value v) {
-    Value bits = arith::ExtUIOp::create(
-        b, loc, b.getI16Type(),
-        arith::BitcastOp::create(b, loc, b.getI8Type(), v));
-    Value half = arith::BitcastOp::create(
-        b, loc, b.getF16Type(),
-        arith::ShLIOp::create(b, loc, bits, constI(b.getI16Type(), 8)));
-    return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
-  }
-  /// e4m3fn (bias 7, no infinities, S.1111.111 is NaN): normal numbers get
-  /// the exponent rebiased to f32's; subnormals are m * 2^-9, exactly.
-  Value e4m3fnToF32(Value v) {
-    Type i32 = b.getI32Type();
-    Value x = arith::ExtUIOp::create(
-        b, loc, i32, arith::BitcastOp::create(b, loc, b.getI8Type(), v));
-    auto c = [&](int64_t n) { return constI(i32, n); };
-    Value sign = arith::ShLIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, x, c(0x80)), c(24));
-    Value exp = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, x, c(3)), c(0xF));
-    Value man = arith::AndIOp::create(b, loc, x, c(7));
-    Value normal = arith::OrIOp::create(
-        b, loc, sign,
-        arith::OrIOp::create(
-            b, loc,
-            arith::ShLIOp::create(
-                b, loc, arith::AddIOp::create(b, loc, exp, c(120)), c(23)),
-            arith::ShLIOp::create(b, loc, man, c(20))));
-    Value sub = arith::MulFOp::create(
-        b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), man),
-        f32(1.0 / 512.0));
-    Value subBits = arith::OrIOp::create(
-        b, loc, sign, arith::BitcastOp::create(b, loc, i32, sub));
-    Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        exp, c(0));
-    Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        arith::AndIOp::create(b, loc, x,
-                                                              c(0x7F)),
-                                        c(0x7F));
-    Value bits = arith::SelectOp::create(
-        b, loc, isNaN, arith::OrIOp::create(b, loc, sign, c(0x7FC00000)),
-        arith::SelectOp::create(b, loc, isSub, subBits, normal));
-    return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
-  }
-  Value constI(Type t, int64_t n) {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, n));
   }
   /// f32 -> storage element (round to nearest even).
   Value fromF32(Value v, Type storage) {

@@ -80,4 +80,33 @@ def VortexGPULowerVectorTransfers : Pass<"vortex-gpu-lower-vector-transfers"> {
   ];
 }
 
+def VortexGPULowerFp8 : Pass<"vortex-gpu-lower-fp8"> {
+  let summary = "Widen fp8 to f32 in a way LLVM 22's NVVM path can serialize";
+  let description = [{
+    LLVM 22's NVPTX back end cannot select `fpext` from fp8, so
+    `arith.extf` of an `f8E4M3FN` or `f8E5M2` scalar (how kernels widen
+    fp8 k and v) fails at serialization. This pass rewrites each one:
+
+    * `f8E5M2` is the high byte of an f16: a shift into an i16, a bitcast to
+      f16 and `arith.extf` from f16 (exact, any chip);
+    * `f8E4M3FN` on `chip` sm_89 or later: the hardware conversion
+      `nvvm.convert.f8x2.to.f16x2` (PTX `cvt.rn.f16x2.e4m3x2`, exact) of the
+      byte, then `arith.extf` from f16;
+    * `f8E4M3FN` on earlier chips: from the bits, exactly: the exponent
+      rebiased into f32's, subnormals as m * 2^-9, S.1111.111 as NaN.
+
+    Narrowing to fp8 (`arith.truncf`) has no lowering and is rejected, as is
+    a `chip` that is not `sm_<number>` (with an optional suffix, `sm_90a`).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "The target chip (sm_89 and later have the fp8 conversion)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // VORTEX_TRANSFORMS_GPU_PASSES_TD
