@@ -661,8 +661,9 @@ int64_t TileKernel::planItemsPerIteration() {
 }
 
 /// The kernel's decisions. Lanes: the widest inner extent spread over up
-/// to 32 lanes, 8 columns (16 bytes of bf16) per lane, or narrow mode when
-/// an op cannot be laid out over them; the `lanes` option overrides both.
+/// to 32 lanes, 16 bytes per lane of the narrowest loaded storage (8 bf16
+/// columns, or 16 when an fp8 tensor is loaded), or narrow mode when an op
+/// cannot be laid out over them; the `lanes` option overrides both.
 LogicalResult TileKernel::planKernel() {
   collectIO();
   collectRowPart();
@@ -672,8 +673,16 @@ LogicalResult TileKernel::planKernel() {
                                      op->getResultTypes()))
       if (auto v = dyn_cast<VTensorType>(t))
         widest = std::max(widest, computeExtent(v, 2));
+  int64_t columns = 8;
+  for (Value v : inputs) {
+    auto it = ctx.abi.tensors.find(ctx.bufferOf.lookup(v));
+    if (it != ctx.abi.tensors.end() &&
+        it->second.elementType.getIntOrFloatBitWidth() == 8)
+      columns = 16;
+  }
+  int64_t natural = std::clamp<int64_t>(widest / columns, 1, 32);
   int64_t forced = ctx.lanes;
-  lanes = forced ? forced : std::clamp<int64_t>(widest / 8, 1, 32);
+  lanes = forced ? forced : natural;
   bool known = true;
   if (failed(inferShapes(known))) {
     if (!known)
@@ -688,7 +697,7 @@ LogicalResult TileKernel::planKernel() {
       return root->emitOpError("internal error: no narrow layout");
   }
   plan.lanes = lanes;
-  plan.narrow = lanes == 1 && widest / 8 > 1;
+  plan.narrow = lanes == 1 && natural > 1;
   plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
   planRowPart();
   plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;

@@ -10,7 +10,7 @@
 // RUN: od -An -c -N4 %t/out/centroids_e5m2.cubin | FileCheck %s --check-prefix=ELF
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/out/centroids_e4m3.manifest.json
 
-// fp8 k and v (kv_dtype): loaded 8 elements (8 bytes) a lane, each widened by
+// fp8 k and v (kv_dtype): loaded 16 elements (16 bytes) a lane, each widened by
 // arith.extf (vortex-gpu-lower-fp8 then rewrites it into what LLVM 22's
 // NVPTX can select); fields stay in the intermediate dtype.
 
@@ -38,9 +38,11 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
   vortex.topk %s into %o : !s into !o
 }
 
+// 16 bytes a lane: 8 lanes for the 128 fp8 columns of k.
 // CHECK-LABEL: gpu.func @centroids_e4m3_cache_w0(
 // CHECK-SAME: %{{.+}}: memref<?xf8E4M3FN>
-// CHECK: vector.load %{{.+}} : memref<?xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK-SAME: lanes = 8 : i64
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK: arith.extf %{{.+}} : f8E4M3FN to f32
 // CHECK: gpu.return
 
