@@ -24,10 +24,7 @@ using namespace mlir::vortex::linalg_lowering;
 static MemRefType memrefOf(VTensorType t) {
   if (t.isSlotted())
     t = t.withFormat(Format::Paged);
-  Type elt = isa<FloatType>(t.getElementType())
-                 ? Float32Type::get(t.getContext())
-                 : t.getElementType();
-  return MemRefType::get(t.getShape(), elt);
+  return MemRefType::get(t.getShape(), loweredElementType(t));
 }
 
 namespace {

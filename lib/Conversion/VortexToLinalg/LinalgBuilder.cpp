@@ -111,13 +111,17 @@ static bufferization::MaterializeInDestinationOp writeBackOf(BlockArgument arg) 
   return {};
 }
 
-Value linalg_lowering::currentState(BlockArgument arg) {
-  if (auto wb = writeBackOf(arg))
-    return wb.getSource();
+Value linalg_lowering::entryTensor(BlockArgument arg) {
   for (Operation *user : arg.getUsers())
     if (auto t = dyn_cast<bufferization::ToTensorOp>(user))
       return t.getResult();
   return {};
+}
+
+Value linalg_lowering::currentState(BlockArgument arg) {
+  if (auto wb = writeBackOf(arg))
+    return wb.getSource();
+  return entryTensor(arg);
 }
 
 void linalg_lowering::setState(RewriterBase &rewriter, BlockArgument arg,
@@ -132,6 +136,12 @@ void linalg_lowering::setState(RewriterBase &rewriter, BlockArgument arg,
   bufferization::MaterializeInDestinationOp::create(
       rewriter, value.getLoc(), TypeRange{}, value, arg, /*restrict=*/true,
       /*writable=*/true);
+}
+
+Type linalg_lowering::loweredElementType(VTensorType t) {
+  return isa<FloatType>(t.getElementType())
+             ? Float32Type::get(t.getContext())
+             : t.getElementType();
 }
 
 void linalg_lowering::replaceOpWithConverted(
@@ -255,12 +265,8 @@ Value LinalgBuilder::gather(Value src, Value idxTensor, int64_t d0,
 
 Value LinalgBuilder::readSource(Value lowered) {
   BlockArgument arg = boundArgument(lowered);
-  if (!arg)
-    return lowered;
-  for (Operation *user : arg.getUsers())
-    if (auto t = dyn_cast<bufferization::ToTensorOp>(user))
-      return t.getResult();
-  return lowered;
+  Value entry = arg ? entryTensor(arg) : Value();
+  return entry ? entry : lowered;
 }
 
 Value LinalgBuilder::operandIn(Value original, Value lowered, Format format) {

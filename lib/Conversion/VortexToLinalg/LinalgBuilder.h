@@ -63,11 +63,17 @@ BlockArgument stepArgument(func::FuncOp func, StringRef name);
 /// The step argument that `bound` (a value the flow pattern bound to a flow
 /// argument) stands for.
 BlockArgument boundArgument(Value bound);
+/// The argument's value at the start of the step (its to_tensor).
+Value entryTensor(BlockArgument arg);
 /// The argument's latest value: the source of its write-back, else its
 /// value at the start of the step.
 Value currentState(BlockArgument arg);
 /// Makes `value` the argument's write-back.
 void setState(RewriterBase &rewriter, BlockArgument arg, Value value);
+
+/// The element type a vtensor is computed and stored in on the CPU path:
+/// f32 for floats (the computation type), the integer type itself else.
+Type loweredElementType(VTensorType t);
 
 /// Replaces `op` by `values`, cast where a converted result type has a
 /// static leading extent (a parameter's single row) the value does not.

@@ -38,14 +38,11 @@ using namespace mlir::vortex::linalg_lowering;
 VortexToLinalgTypeConverter::VortexToLinalgTypeConverter() {
   addConversion([](Type type) { return type; });
   addConversion([](VTensorType t) -> Type {
-    Type elt = isa<FloatType>(t.getElementType())
-                   ? Float32Type::get(t.getContext())
-                   : t.getElementType();
     // Parameters keep their static single row.
     return RankedTensorType::get({t.getShape()[0],
                                   LinalgBuilder::computeExtent(t, 1),
                                   LinalgBuilder::computeExtent(t, 2)},
-                                 elt);
+                                 loweredElementType(t));
   });
 }
 
