@@ -61,6 +61,16 @@ struct PendingStore {
   VTensorType fillType;
 };
 
+/// Points `b` (the kernel's builder, which the tile emitters use) at where
+/// `g` builds, typically inside a region `g` opened, until the returned
+/// guard goes out of scope.
+[[nodiscard]] static OpBuilder::InsertionGuard followInto(OpBuilder &b,
+                                                          Gen &g) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(g.b.getInsertionBlock(), g.b.getInsertionPoint());
+  return guard;
+}
+
 /// The kernel skeletons; the op emitters are TileBuilder's (TileOps.h).
 class TileKernel : TileBuilder {
 public:
@@ -133,6 +143,8 @@ private:
   LogicalResult planKernel();
   LogicalResult inferShapes(bool &known);
   void planRowPart();
+  /// The element type of the buffer holding `v`, or null if none does.
+  Type storageOf(Value v);
   int64_t registersOf(Value v, const TileShape &t);
   int64_t planItemsPerIteration();
   DictionaryAttr planAttr();
@@ -384,9 +396,7 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
   }
   std::set<std::string> bufferNames;
   for (Value v : inputs) {
-    std::string buf = ctx.bufferOf.lookup(v);
-    if (buf.empty())
-      return root->emitOpError("reads a value that no buffer holds");
+    std::string buf = ctx.bufferOf.lookup(v); // planKernel checked it
     bufferNames.insert(buf);
     reads.push_back(buf);
   }
@@ -540,8 +550,7 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
   // one predicated region (two sibling regions cost the saved-field
   // kernel registers, and an occupancy step).
   gi.ifThen(active, [&](Gen &gs) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(gs.b.getInsertionBlock(), gs.b.getInsertionPoint());
+    auto guard = followInto(b, gs);
     auto emit = [&](Gen &ge, bool byId) {
       for (auto [st, tv] : llvm::zip(stores, values)) {
         if (st.byBlockId != byId)
@@ -565,9 +574,7 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
       return;
     }
     gs.ifThen(blockOk, [&](Gen &gb) {
-      OpBuilder::InsertionGuard guard2(b);
-      b.setInsertionPoint(gb.b.getInsertionBlock(),
-                          gb.b.getInsertionPoint());
+      auto guard2 = followInto(b, gb);
       emit(gb, true);
     });
   });
@@ -624,7 +631,7 @@ void TileKernel::planRowPart() {
   MLIRContext *mctx = root->getContext();
   for (auto &[v, t] : plan.rowShapes) {
     if (inputs.contains(v)) {
-      Type storage = ctx.abi.tensors[ctx.bufferOf.lookup(v)].elementType;
+      Type storage = storageOf(v);
       for (int64_t r = 0; r < t.d0; ++r)
         plan.carryTypes.push_back(VectorType::get({t.width()}, storage));
       continue;
@@ -634,12 +641,15 @@ void TileKernel::planRowPart() {
   }
 }
 
+Type TileKernel::storageOf(Value v) {
+  auto it = ctx.abi.tensors.find(ctx.bufferOf.lookup(v));
+  return it != ctx.abi.tensors.end() ? it->second.elementType : Type();
+}
+
 /// 32-bit registers a value's tile takes in its storage type.
 int64_t TileKernel::registersOf(Value v, const TileShape &t) {
-  auto it = ctx.abi.tensors.find(ctx.bufferOf.lookup(v));
-  unsigned bits = it != ctx.abi.tensors.end()
-                      ? it->second.elementType.getIntOrFloatBitWidth()
-                      : 32;
+  Type storage = storageOf(v);
+  unsigned bits = storage ? storage.getIntOrFloatBitWidth() : 32;
   return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
 }
 
@@ -675,9 +685,10 @@ LogicalResult TileKernel::planKernel() {
         widest = std::max(widest, computeExtent(v, 2));
   int64_t columns = 8;
   for (Value v : inputs) {
-    auto it = ctx.abi.tensors.find(ctx.bufferOf.lookup(v));
-    if (it != ctx.abi.tensors.end() &&
-        it->second.elementType.getIntOrFloatBitWidth() == 8)
+    Type storage = storageOf(v);
+    if (!storage)
+      return root->emitOpError("reads a value that no buffer holds");
+    if (storage.getIntOrFloatBitWidth() == 8)
       columns = 16;
   }
   int64_t natural = std::clamp<int64_t>(widest / columns, 1, 32);
@@ -820,9 +831,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
       carry = y.ifElse(
           changed, plan.carryTypes,
           [&](Gen &gt) {
-            OpBuilder::InsertionGuard guard3(b);
-            b.setInsertionPoint(gt.b.getInsertionBlock(),
-                                gt.b.getInsertionPoint());
+            auto guard3 = followInto(b, gt);
             tiles.clear();
             SmallVector<Value> fresh;
             if (!emitRowPart(r)) {
@@ -913,8 +922,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
 
   Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
   g.ifThen(positive, [&](Gen &gp) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+    auto guard = followInto(b, gp);
     Gen x = gen();
     // The row of the first position: the last row starting at or before
     // it (empty rows are skipped).
@@ -951,9 +959,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
     Value iterations = x.ceilDiv(chunk, x.idx(plan.itemsPerIteration));
       x.forLoop(x.idx(0), iterations, inits, [&](Gen &gl, Value it,
                                                   ValueRange carried) {
-        OpBuilder::InsertionGuard guard2(b);
-        b.setInsertionPoint(gl.b.getInsertionBlock(),
-                            gl.b.getInsertionPoint());
+        auto guard2 = followInto(b, gl);
         return emitIteration(L, it, carried, ok);
       });
     });
@@ -970,8 +976,7 @@ bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
   Value numNew = g.toIndex(scalarArg);
   Value any = g.cmpI(arith::CmpIPredicate::ugt, numNew, g.idx(0));
   g.ifThen(any, [&](Gen &gp) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(gp.b.getInsertionBlock(), gp.b.getInsertionPoint());
+    auto guard = followInto(b, gp);
     Gen y = gen();
     Value item = y.minU(group, y.sub(numNew, y.idx(1)));
     // A negative id is skipped (the loc form marks tokens that complete no
