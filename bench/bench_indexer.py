@@ -239,6 +239,20 @@ def fmt(x: Optional[float], nd: int = 1) -> str:
     return f"{x:.{nd}f}"
 
 
+def compare_selection(sp_a: torch.Tensor, si_a: torch.Tensor,
+                      sp_b: torch.Tensor, si_b: torch.Tensor, R: int) -> str:
+    """Two sparse CSR selections: the same indptr, and how many of the R rows
+    keep the same block set."""
+    same_ip = torch.equal(sp_a, sp_b)
+    same = 0
+    if same_ip:
+        sp = sp_a.cpu().numpy()
+        a, b = si_a.cpu().numpy(), si_b.cpu().numpy()
+        same = sum(set(a[sp[r]:sp[r + 1]].tolist()) ==
+                   set(b[sp[r]:sp[r + 1]].tolist()) for r in range(R))
+    return f"indptr {'ok' if same_ip else 'DIFFERS'}, {same}/{R} rows same set"
+
+
 def state_of(m: Manifest, S: Sets) -> Dict[str, torch.Tensor]:
     """Copies of the cache fields the indexer step writes (saved state)."""
     return {k: S.cache[k].clone() for k in m.steps["indexer"].writes
@@ -274,12 +288,8 @@ def run_peers(args, flow_name: str, cfg, S: Sets, R: int, n: int, K: int,
         ours = (s0["sp"].clone(), s0["si"].clone())
         pstep(s0, False)
         torch.cuda.synchronize()
-        sp = ours[0].cpu().numpy()
-        same = torch.equal(ours[0], s0["sp"]) and sum(
-            set(ours[1][sp[r]:sp[r + 1]].tolist()) ==
-            set(s0["si"][sp[r]:sp[r + 1]].tolist()) for r in range(R))
-        res["peer_check"] = (f"indptr {'ok' if same is not False else 'DIFFERS'}"
-                             f", {int(same)}/{R} rows same set")
+        res["peer_check"] = compare_selection(ours[0], ours[1], s0["sp"],
+                                              s0["si"], R)
         print(f"    Triton peer: {res['peer_check']}")
     for label, score_only in (("tri_score", True), ("tri_step", False)):
         g = graph_of(lambda i: pstep(S.sets[i], score_only), K, n_sets)
@@ -399,16 +409,7 @@ def main(argv=None) -> int:
                                              s0["indptr"], s0["indices"],
                                              m.config, max_n=n)
                 torch.cuda.synchronize()
-                ok_ip = torch.equal(s0["sp"], rsp)
-                same = 0
-                if ok_ip:
-                    sp = rsp.cpu().numpy()
-                    a, b = s0["si"].cpu().numpy(), rsi.cpu().numpy()
-                    same = sum(set(a[sp[r]:sp[r + 1]].tolist()) ==
-                               set(b[sp[r]:sp[r + 1]].tolist())
-                               for r in range(R))
-                check = f"indptr {'ok' if ok_ip else 'DIFFERS'}, " \
-                        f"{same}/{R} rows same set"
+                check = compare_selection(s0["sp"], s0["si"], rsp, rsi, R)
                 print(f"    check: {check}")
 
             def step(kern):
