@@ -13,6 +13,11 @@
 #                                         learned_query_sparse_attention, and
 #                                         vortex_torch's README flow with only
 #                                         its imports changed (custom_flow.py)
+#   <outdir>/fp8/<flow>_e4m3_g8, _e5m2_g5 every shipped flow with fp8 k / v
+#   <outdir>/trtllm/trtllm_block_sparse_attention_g8
+#                                         the trtllm selection (TopK(k) +
+#                                         Union) of test/Python/Inputs/
+#                                         trtllm_flow.py
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
 # "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
@@ -37,7 +42,7 @@ variant() { # example name config-options outdir
   rm "$dir/$name.mlir"
 }
 
-rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8"
+rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8" "$OUT/trtllm"
 for src in "$ROOT"/examples/*.mlir; do
   [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
@@ -91,5 +96,14 @@ if [ "${VORTEX_ONLY:-}" != bench ]; then
       -o "$OUT/fp8" --flow "$base" --group-size 5 --kv-dtype f8E5M2 --q-dtype bf16 \
       --name "${base}_e5m2_g5" >&2
   done
+fi
+# The trtllm selection (TopK(k) + Union), from its Python flow.
+if [ "${VORTEX_ONLY:-}" != bench ]; then
+  mkdir -p "$OUT/trtllm"
+  PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+    VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
+    -o "$OUT/trtllm" "$ROOT/test/Python/Inputs/trtllm_flow.py" \
+    --flow trtllm_block_sparse_attention --group-size 8 \
+    --name trtllm_block_sparse_attention_g8 >&2
 fi
 du -sh "$OUT"

@@ -24,6 +24,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOG
 bash "$ROOT/scripts/build-native.sh" 2>&1 | tail -n 20 | tee "$LOGS/native-build.log" || rc=1
 python3 -m vortex.gpu_check --artifacts "$ART/check" --isolate 2>&1 | tee "$LOGS/gpu-check.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# Exact selections on integer data (ties everywhere): the top-k of a flow
+# whose scores stay exact, and the trtllm TopK(k) + Union.
+python3 -m vortex.gpu_check --artifacts "$ART/check" --flows block_sparse_attention_g8 \
+  --integer-data --no-selftest 2>&1 | tee "$LOGS/gpu-check-integer.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+if [ -d "$ART/trtllm" ]; then
+  python3 -m vortex.gpu_check --artifacts "$ART/trtllm" --integer-data --no-selftest \
+    --flow-file "$ROOT/test/Python/Inputs/trtllm_flow.py" 2>&1 | tee "$LOGS/gpu-check-trtllm.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \
   --flows ${VORTEX_TORCH_FLOWS:-block_sparse_attention_g8 running_avg_block_sparse_g8 gqa_quest_sparse_attention_g5} \
   2>&1 | tee "$LOGS/gpu-torch-check.log"

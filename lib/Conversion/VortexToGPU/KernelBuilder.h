@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 #include <set>
@@ -138,8 +139,12 @@ struct FlowContext {
   unsigned nextScratch = 0;
 
   /// A scratch buffer for `v` (ragged: [total, D0', D1'], batched:
-  /// [rows, D0', D1'], parameter: [1, D0', D1'], f32).
+  /// [rows, D0', D1'], parameter: [1, D0', D1']; i32 for index values, else
+  /// f32).
   std::string allocScratch(Value v);
+  /// A scratch buffer of shape [lead, d0, d1] that holds no flow value.
+  std::string allocScratchBuffer(StringRef lead, int64_t d0, int64_t d1,
+                                 Type elementType);
   /// The status buffer (Role::Status) the guards of every kernel share.
   std::string statusBuffer();
 };
@@ -155,9 +160,42 @@ LogicalResult emitCacheKernel(FlowContext &ctx, Operation *op,
 /// reduction over dim 0.
 LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
                                 StringRef name);
-/// Emits the per-row top-k kernel of vortex.topk / vortex.approx_topk.
+/// Emits the per-row top-k kernel of vortex.topk / vortex.approx_topk (the
+/// sparse CSR) or of vortex.trtllm_topk (a block table and counts).
 LogicalResult emitTopKKernel(FlowContext &ctx, Operation *op,
                              StringRef name);
+/// Emits the two kernels of vortex.union: each row's deduplicated union
+/// into scratch, then packed into the sparse CSR.
+LogicalResult emitUnionKernels(FlowContext &ctx, UnionOp op,
+                               StringRef name);
+
+//===----------------------------------------------------------------------===//
+// Per-row kernels (one CTA per dense CSR row)
+//===----------------------------------------------------------------------===//
+
+/// Row bounds, budget and the scored range of row `r`.
+struct RowInfo {
+  Value start, end, n, budget, needs, lo, hi;
+  /// Whether indptr[r] and indptr[r + 1] were used as read.
+  Value exact;
+};
+
+/// Row `r` of the dense CSR, its bounds clamped to `0 <= start <= end <=
+/// limit` (the positions the row's buffers hold): a malformed indptr reads
+/// and writes nothing outside them (docs/gpu.md "Guards"). The budget is the
+/// flow's (emitRowBudget) unless `fixedBudget` is given.
+RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
+                Value limit, std::optional<int64_t> fixedBudget = {});
+
+/// CTA-wide reduction (every thread of the CTA must call it).
+Value ctaReduce(Gen &g, Value v, gpu::AllReduceOperation op);
+
+/// for (p = lo + tid; p < hi; p += threads) body(p). The body runs under a
+/// per-thread condition: no barrier may be in it.
+scf::ForOp strided(Gen &g, Value lo, Value hi, Value tid, int64_t threads,
+                   ValueRange inits,
+                   function_ref<SmallVector<Value>(Gen &, Value, ValueRange)>
+                       body);
 
 /// Creates an empty kernel with the given parameters; returns it with the
 /// builder positioned at the start of its body. Buffers are memref<?xT>.

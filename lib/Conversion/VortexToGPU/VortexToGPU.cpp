@@ -31,6 +31,22 @@ std::string FlowContext::allocScratch(Value v) {
   if (it != bufferOf.end())
     return it->second;
   auto type = cast<VTensorType>(v.getType());
+  // A parameter-format value (a masked parameter) is one shared row.
+  std::string lead = type.isParameter() ? "1"
+                     : type.isBatched() ? abi::kRows.str()
+                                        : abi::kTotal.str();
+  // Index values (trtllm block tables and counts) stay i32; the rest f32.
+  Type element = type.getElementType().isInteger(32)
+                     ? Type(IntegerType::get(v.getContext(), 32))
+                     : Type(Float32Type::get(v.getContext()));
+  std::string name = allocScratchBuffer(lead, computeExtent(type, 1),
+                                        computeExtent(type, 2), element);
+  bufferOf[v] = name;
+  return name;
+}
+
+std::string FlowContext::allocScratchBuffer(StringRef lead, int64_t d0,
+                                            int64_t d1, Type elementType) {
   // A flow tensor (a field, a parameter) may be named like a scratch buffer.
   std::string name;
   do
@@ -38,15 +54,9 @@ std::string FlowContext::allocScratch(Value v) {
   while (abi.tensors.count(name));
   TensorRecord rec;
   rec.role = Role::Scratch;
-  rec.elementType = Float32Type::get(v.getContext());
-  // A parameter-format value (a masked parameter) is one shared row.
-  std::string lead = type.isParameter() ? "1"
-                     : type.isBatched() ? abi::kRows.str()
-                                        : abi::kTotal.str();
-  rec.shape = {lead, std::to_string(computeExtent(type, 1)),
-               std::to_string(computeExtent(type, 2))};
+  rec.elementType = elementType;
+  rec.shape = {lead.str(), std::to_string(d0), std::to_string(d1)};
   abi.tensors[name] = rec;
-  bufferOf[v] = name;
   return name;
 }
 
@@ -138,9 +148,10 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
     LogicalResult result = success();
     if (isa<TopKOp, ApproxTopKOp>(op)) {
       result = emitTopKKernel(ctx, &op, base + "_indexer_topk");
-    } else if (isa<TrtllmTopKOp, UnionOp>(op)) {
-      return op.emitOpError("(the trtllm backend's selection) has no GPU "
-                            "kernel yet; use vortex.topk");
+    } else if (isa<TrtllmTopKOp>(op)) {
+      result = emitTopKKernel(ctx, &op, base + "_indexer_trtllm" + suffix);
+    } else if (auto u = dyn_cast<UnionOp>(op)) {
+      result = emitUnionKernels(ctx, u, base + "_indexer_union" + suffix);
     } else if (isa<SoftmaxOp, NormalizeOp, Conv1dOp>(op) ||
                (isa<ReductionOpInterface>(op) &&
                 cast<ReductionOpInterface>(op).getReducedDim() == 0)) {

@@ -42,7 +42,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s1"
 // CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s2"
 // CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w3"
-// CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_topk"
+// CHECK-SAME: {block = [512, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_topk"
 // Options: 128 threads are 4 warps of 2 groups of 16 lanes (8 blocks per
 // CTA of the cache kernel); 2 CTAs per SM for the persistent kernels.
 // OPT-LABEL: module attributes
@@ -87,14 +87,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: arith.addf
 // CHECK: gpu.return
 
-// Top-k: 1024 threads, 64-bit keys sorted in shared memory and registers;
-// register stages exchange keys with a 64-bit shuffle (upstream splits it
-// into two 32-bit ones).
+// Top-k: 512 threads, a radix select (row bounds by all_reduce, 8-bit digit
+// histograms by shared atomics, warp scans by shuffle up), then the k kept
+// 64-bit keys sorted (a 64-bit shuffle; upstream splits it into two 32-bit
+// ones).
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>)
-// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>
-// CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<20xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
+// CHECK: gpu.all_reduce maxui
+// CHECK: gpu.all_reduce minui
+// CHECK: scf.while
+// CHECK: memref.atomic_rmw addi
+// CHECK: gpu.shuffle up
 // CHECK: gpu.barrier
+// CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
 // CHECK: gpu.return
 
 // Cache: one group per completed block, its 16 rows loaded as vectors.

@@ -20,9 +20,9 @@
 // CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
 // CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
 // CHECK-SAME: writes = ["scratch0", "status"]
-// CHECK-SAME: {block = [1024, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
+// CHECK-SAME: {block = [512, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
-// CHECK-SAME: shared_bytes = 32768
+// CHECK-SAME: shared_bytes = 33872
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
@@ -67,9 +67,10 @@
 // CHECK: memref.store
 // CHECK: gpu.return
 
-// The top-k: one CTA per row, a bitonic sort of 64-bit keys in shared memory.
+// The top-k: one CTA per row, a radix select, then the kept 64-bit keys
+// sorted in shared memory.
 // CHECK: gpu.func @gqa_quest_sparse_attention_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>
 // CHECK: gpu.all_reduce add
 // CHECK: arith.xori
 // CHECK: gpu.barrier

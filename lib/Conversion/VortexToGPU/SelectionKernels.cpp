@@ -1,0 +1,996 @@
+//===- SelectionKernels.cpp - Top-k, trtllm top-k and union kernels -------===//
+//
+// One CTA per dense CSR row. The top-k is a radix select: the k-th best
+// score key is found digit by digit (8-bit histograms in shared memory,
+// starting below the bits every key of the row shares), the keys above it
+// and the first ties by position are gathered, and only those k keys are
+// sorted. vortex.topk writes the sparse CSR; vortex.trtllm_topk writes a
+// block table at the row's dense positions and a per-row count, which the
+// two union kernels merge into the sparse CSR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::gpugen;
+
+namespace {
+
+constexpr int64_t kSelectThreads = 512;
+constexpr int64_t kSelectWarps = kSelectThreads / 32;
+/// Keys a row's selection can gather and sort in shared memory; a larger k
+/// takes the slow path (one CTA-wide maximum per pick).
+constexpr int64_t kSortCapacity = 4096;
+constexpr int64_t kRadixBins = 256;
+/// Rows of up to kRegisterKeys * kSelectThreads scored blocks keep their
+/// score keys in registers (read once, all loads in flight); longer rows
+/// read them again from global memory in every pass.
+constexpr int64_t kRegisterKeys = 4;
+/// k up to this is sorted by warp 0 in registers (two keys per lane).
+constexpr int64_t kWarpSortSize = 64;
+
+/// The words of the `ctl` shared buffer.
+enum Ctl : int64_t {
+  kCtlDigit = 0,
+  kCtlRemaining = 1,
+  kCtlBinCount = 2,
+  kCtlSlots = 3,
+  kCtlWarpSums = 4,
+  kCtlWords = kCtlWarpSums + kSelectWarps
+};
+
+/// The score as an i32 ordered like the score when compared unsigned. NaN
+/// ranks as -inf.
+Value scoreKey(Gen &g, Value score) {
+  Value isNan = g.cmpF(arith::CmpFPredicate::UNO, score, score);
+  score = g.select(isNan, g.f32(-std::numeric_limits<double>::infinity()),
+                   score);
+  Value bits = arith::BitcastOp::create(g.b, g.loc, g.b.getI32Type(), score);
+  Value neg = g.cmpI(arith::CmpIPredicate::slt, bits, g.i32(0));
+  return g.select(neg, arith::XOrIOp::create(g.b, g.loc, bits, g.i32(-1)),
+                  arith::OrIOp::create(
+                      g.b, g.loc, bits,
+                      g.i32(static_cast<int32_t>(0x80000000u))));
+}
+
+Value zext64(Gen &g, Value v) {
+  return arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), v);
+}
+Value shr(Gen &g, Value v, Value amount) {
+  return arith::ShRUIOp::create(g.b, g.loc, v, amount);
+}
+Value shl(Gen &g, Value v, Value amount) {
+  return arith::ShLIOp::create(g.b, g.loc, v, amount);
+}
+
+/// An i64 key ordered like (score, -position) from a score key: the top
+/// keys are the best scores, ties to the lower position. Never 0, which pads
+/// sorts.
+Value sortKeyOf(Gen &g, Value key, Value position) {
+  Value hi = shl(g, zext64(g, key), g.i64(32));
+  Value lo = zext64(
+      g, arith::XOrIOp::create(g.b, g.loc, g.toI32(position), g.i32(-1)));
+  return arith::OrIOp::create(g.b, g.loc, hi, lo);
+}
+
+Value sortKey(Gen &g, Value score, Value position) {
+  return sortKeyOf(g, scoreKey(g, score), position);
+}
+
+Value positionOfKey(Gen &g, Value key) {
+  Value lo = arith::TruncIOp::create(g.b, g.loc, g.b.getI32Type(), key);
+  return g.toIndex(arith::XOrIOp::create(g.b, g.loc, lo, g.i32(-1)));
+}
+
+/// The number of significant bits of an i32 (32 - clz; math.ctlz has no
+/// NVVM lowering in MLIR 22).
+Value bitLength(Gen &g, Value x) {
+  Value len = g.i32(0);
+  for (int32_t s : {16, 8, 4, 2, 1}) {
+    Value high = shr(g, x, g.i32(s));
+    Value any = g.cmpI(arith::CmpIPredicate::ne, high, g.i32(0));
+    x = g.select(any, high, x);
+    len = g.select(any, g.add(len, g.i32(s)), len);
+  }
+  return g.add(len, g.select(g.cmpI(arith::CmpIPredicate::ne, x, g.i32(0)),
+                             g.i32(1), g.i32(0)));
+}
+
+Value atomicAdd(Gen &g, Value memref, Value index, Value v) {
+  return memref::AtomicRMWOp::create(g.b, g.loc, arith::AtomicRMWKind::addi,
+                                     v, memref, ValueRange{index});
+}
+
+/// Inclusive sum over the lanes of a warp (every lane must call it).
+Value warpInclusiveSum(Gen &g, Value lane, Value v) {
+  for (int32_t offset = 1; offset < 32; offset *= 2) {
+    auto up = gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                     gpu::ShuffleMode::UP);
+    Value valid = g.cmpI(arith::CmpIPredicate::sge, lane, g.idx(offset));
+    v = g.add(v, g.select(valid, up.getShuffleResult(), g.i32(0)));
+  }
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Sorting the gathered keys (descending)
+//===----------------------------------------------------------------------===//
+
+Value shuffleXor64(Gen &g, Value key, int64_t offset) {
+  return gpu::ShuffleOp::create(g.b, g.loc, key, static_cast<int32_t>(offset),
+                                32, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+/// Keeps the larger key at the lower index of descending blocks and the
+/// smaller one in ascending blocks.
+Value keepOf(Gen &g, Value mine, Value other, bool lower, Value desc) {
+  Value big = arith::MaxUIOp::create(g.b, g.loc, mine, other);
+  Value small = arith::MinUIOp::create(g.b, g.loc, mine, other);
+  return lower ? g.select(desc, big, small) : g.select(desc, small, big);
+}
+
+/// A bitonic sort of 64 keys held by one warp, element `lane` in reg[0] and
+/// `lane + 32` in reg[1]; descending afterwards. No barrier.
+void warpBitonic64(Gen &g, Value lane, Value reg[2]) {
+  Value idx[2] = {lane, g.add(lane, g.idx(32))};
+  for (int64_t size = 2; size <= kWarpSortSize; size *= 2) {
+    Value desc[2];
+    for (int e = 0; e < 2; ++e)
+      desc[e] = g.cmpI(arith::CmpIPredicate::eq,
+                       arith::AndIOp::create(g.b, g.loc, idx[e], g.idx(size)),
+                       g.idx(0));
+    for (int64_t stride = size / 2; stride > 0; stride /= 2) {
+      if (stride == 32) {
+        // Both elements of the pair are in this lane.
+        Value a = keepOf(g, reg[0], reg[1], true, desc[0]);
+        Value c = keepOf(g, reg[1], reg[0], false, desc[0]);
+        reg[0] = a;
+        reg[1] = c;
+        continue;
+      }
+      Value lower = g.cmpI(
+          arith::CmpIPredicate::eq,
+          arith::AndIOp::create(g.b, g.loc, lane, g.idx(stride)), g.idx(0));
+      for (int e = 0; e < 2; ++e) {
+        Value other = shuffleXor64(g, reg[e], stride);
+        reg[e] = g.select(lower, keepOf(g, reg[e], other, true, desc[e]),
+                          keepOf(g, reg[e], other, false, desc[e]));
+      }
+    }
+  }
+}
+
+/// One bitonic compare-exchange in shared memory: pair `t` of a stage is
+/// (i, i + stride) with i = 2 * stride * (t / stride) + t % stride, so every
+/// thread works; blocks of `size` alternate direction.
+void compareExchange(Gen &g, Value keys, Value t, Value stride, Value size) {
+  Value low = arith::AndIOp::create(g.b, g.loc, t, g.sub(stride, g.idx(1)));
+  Value i = g.add(g.mul(g.sub(t, low), g.idx(2)), low);
+  Value j = g.add(i, stride);
+  Value a0 = g.load(keys, i), a1 = g.load(keys, j);
+  Value desc = g.cmpI(arith::CmpIPredicate::eq,
+                      arith::AndIOp::create(g.b, g.loc, i, size), g.idx(0));
+  g.store(keepOf(g, a0, a1, true, desc), keys, i);
+  g.store(keepOf(g, a1, a0, false, desc), keys, j);
+}
+
+/// for (v = init; cond(v); v = next(v)) body(v), all uniform over the CTA.
+void whileLoop(Gen &g, Value init, function_ref<Value(Gen &, Value)> cond,
+               function_ref<Value(Gen &, Value)> bodyAndNext) {
+  scf::WhileOp::create(
+      g.b, g.loc, TypeRange{g.b.getIndexType()}, ValueRange{init},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        scf::ConditionOp::create(nb, l, cond(w, a[0]), a);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        scf::YieldOp::create(nb, l, bodyAndNext(w, a[0]));
+      });
+}
+
+/// Sorts keys[0, P) descending, P a power of two (pair-indexed stages, one
+/// compare-exchange per thread and stage).
+void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
+  whileLoop(
+      g, g.idx(2),
+      [&](Gen &w, Value size) {
+        return w.cmpI(arith::CmpIPredicate::ule, size, P);
+      },
+      [&](Gen &w, Value size) {
+        whileLoop(
+            w, w.divU(size, w.idx(2)),
+            [&](Gen &u, Value stride) {
+              return u.cmpI(arith::CmpIPredicate::ugt, stride, u.idx(0));
+            },
+            [&](Gen &u, Value stride) {
+              strided(u, u.idx(0), u.divU(P, u.idx(2)), tid, kSelectThreads,
+                      {}, [&](Gen &z, Value t, ValueRange) -> SmallVector<Value> {
+                        compareExchange(z, keys, t, stride, size);
+                        return {};
+                      });
+              gpu::BarrierOp::create(u.b, u.loc);
+              return u.divU(stride, u.idx(2));
+            });
+        return w.mul(size, w.idx(2));
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// The radix select
+//===----------------------------------------------------------------------===//
+
+/// A row's selection: the shared buffers, the scores and block ids it
+/// reads, where it writes (block `j` of the row's output goes to
+/// `out[at + j]`), and the row's scored range [lo, lo + m), k kept.
+struct SelectRow {
+  Value keys, hist, ctl, score, dense, out, tid;
+  Value lo, m, k, at;
+};
+
+/// Where a row's score keys come from: registers (position tid + e *
+/// kSelectThreads in regs[e]) or, when `regs` is empty, global memory.
+struct KeySource {
+  const SelectRow &R;
+  SmallVector<Value> regs;
+
+  /// Loads every key this thread holds into registers.
+  static KeySource inRegisters(Gen &g, const SelectRow &R) {
+    KeySource src{R, {}};
+    Value last = g.sub(R.m, g.idx(1));
+    for (int64_t e = 0; e < kRegisterKeys; ++e) {
+      Value i = g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last);
+      src.regs.push_back(scoreKey(g, g.load(R.score, g.add(R.lo, i))));
+    }
+    return src;
+  }
+
+  /// body(key, i) for every scored position i this thread holds. No
+  /// barrier in the body.
+  void forEach(Gen &g, function_ref<void(Gen &, Value, Value)> body) const {
+    if (regs.empty()) {
+      strided(g, g.idx(0), R.m, R.tid, kSelectThreads, {},
+              [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
+                body(x, scoreKey(x, x.load(R.score, x.add(R.lo, i))), i);
+                return {};
+              });
+      return;
+    }
+    for (int64_t e = 0; e < kRegisterKeys; ++e) {
+      Value i = g.add(R.tid, g.idx(e * kSelectThreads));
+      g.ifThen(g.lt(i, R.m), [&](Gen &x) { body(x, regs[e], i); });
+    }
+  }
+
+  /// The key at position i = round * kSelectThreads + tid (i < m).
+  Value keyOfRound(Gen &g, Value round, Value i) const {
+    if (regs.empty()) {
+      Value safe = g.minI(i, g.sub(R.m, g.idx(1)));
+      return scoreKey(g, g.load(R.score, g.add(R.lo, safe)));
+    }
+    Value key = regs[0];
+    for (int64_t e = 1; e < kRegisterKeys; ++e)
+      key = g.select(g.cmpI(arith::CmpIPredicate::eq, round, g.idx(e)),
+                     regs[e], key);
+    return key;
+  }
+};
+
+/// Warp 0, after a histogram: the digit whose bin holds the `remaining`-th
+/// best key (bins from 255 down), the count still needed from it and its
+/// size, into ctl.
+void findDigit(Gen &g, const SelectRow &R, Value remaining) {
+  Value lane = R.tid;
+  Value top = g.sub(g.idx(kRadixBins - 1), g.mul(lane, g.idx(8)));
+  SmallVector<Value> bins;
+  Value sum = g.i32(0);
+  for (int64_t j = 0; j < 8; ++j) {
+    bins.push_back(g.load(R.hist, g.sub(top, g.idx(j))));
+    sum = g.add(sum, bins.back());
+  }
+  Value incl = warpInclusiveSum(g, lane, sum);
+  Value excl = g.sub(incl, sum);
+  Value here = g.andI(g.cmpI(arith::CmpIPredicate::slt, excl, remaining),
+                      g.cmpI(arith::CmpIPredicate::sle, remaining, incl));
+  g.ifThen(here, [&](Gen &x) {
+    Value acc = excl, found = x.cmpI(arith::CmpIPredicate::ne, x.i32(0),
+                                     x.i32(0));
+    Value digit = x.i32(0), left = x.i32(0), count = x.i32(0);
+    for (int64_t j = 0; j < 8; ++j) {
+      Value hit = x.andI(x.notI(found),
+                         x.cmpI(arith::CmpIPredicate::sge,
+                                x.add(acc, bins[j]), remaining));
+      digit = x.select(hit, x.toI32(x.sub(top, x.idx(j))), digit);
+      left = x.select(hit, x.sub(remaining, acc), left);
+      count = x.select(hit, bins[j], count);
+      found = x.orI(found, hit);
+      acc = x.add(acc, bins[j]);
+    }
+    x.store(digit, R.ctl, x.idx(kCtlDigit));
+    x.store(left, R.ctl, x.idx(kCtlRemaining));
+    x.store(count, R.ctl, x.idx(kCtlBinCount));
+  });
+}
+
+/// The outcome of the digit passes: keys whose bits above `low` exceed
+/// `prefix`'s are kept; if `done`, also those equal to it there; else (low
+/// is 0) `remaining` of the keys equal to `prefix`, lowest positions first.
+struct Threshold {
+  Value low, prefix, remaining, done;
+};
+
+/// Finds the k-th best key of the row, one 8-bit digit per pass, starting
+/// below the bits the row's maximum and minimum keys share.
+Threshold radixThreshold(Gen &g, const KeySource &src) {
+  const SelectRow &R = src.R;
+  // The row's largest and smallest keys.
+  Value maxLocal, minLocal;
+  if (src.regs.empty()) {
+    auto bounds =
+        strided(g, g.idx(0), R.m, R.tid, kSelectThreads,
+                {g.i32(0), g.i32(-1)},
+                [&](Gen &x, Value i, ValueRange acc) -> SmallVector<Value> {
+                  Value key = scoreKey(x, x.load(R.score, x.add(R.lo, i)));
+                  return {arith::MaxUIOp::create(x.b, x.loc, acc[0], key),
+                          arith::MinUIOp::create(x.b, x.loc, acc[1], key)};
+                });
+    maxLocal = bounds.getResult(0);
+    minLocal = bounds.getResult(1);
+  } else {
+    // Registers past the row hold a copy of its last key: harmless here.
+    maxLocal = minLocal = src.regs[0];
+    for (Value key : ArrayRef<Value>(src.regs).drop_front()) {
+      maxLocal = arith::MaxUIOp::create(g.b, g.loc, maxLocal, key);
+      minLocal = arith::MinUIOp::create(g.b, g.loc, minLocal, key);
+    }
+  }
+  Value maxKey = ctaReduce(g, maxLocal, gpu::AllReduceOperation::MAXUI);
+  Value minKey = ctaReduce(g, minLocal, gpu::AllReduceOperation::MINUI);
+  Value low0 = zext64(
+      g, bitLength(g, arith::XOrIOp::create(g.b, g.loc, maxKey, minKey)));
+  Value prefix0 = shl(g, shr(g, zext64(g, maxKey), low0), low0);
+
+  Type i64 = g.b.getI64Type(), i32 = g.b.getI32Type(), i1 = g.b.getI1Type();
+  Value notDone = g.cmpI(arith::CmpIPredicate::ne, g.i32(0), g.i32(0));
+  auto loop = scf::WhileOp::create(
+      g.b, g.loc, TypeRange{i64, i64, i32, i1},
+      ValueRange{low0, prefix0, g.toI32(R.k), notDone},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        Value more = w.andI(w.notI(a[3]),
+                            w.cmpI(arith::CmpIPredicate::ugt, a[0], w.i64(0)));
+        scf::ConditionOp::create(nb, l, more, a);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Gen w{nb, l};
+        Value low = a[0], prefix = a[1], remaining = a[2];
+        Value width = arith::MinUIOp::create(nb, l, low, w.i64(8));
+        Value shift = w.sub(low, width);
+        Value mask = w.sub(shl(w, w.i64(1), width), w.i64(1));
+        w.ifThen(w.lt(R.tid, w.idx(kRadixBins)),
+                 [&](Gen &x) { x.store(x.i32(0), R.hist, R.tid); });
+        gpu::BarrierOp::create(nb, l);
+        Value target = shr(w, prefix, low);
+        src.forEach(w, [&](Gen &x, Value key32, Value) {
+          Value key = zext64(x, key32);
+          x.ifThen(x.cmpI(arith::CmpIPredicate::eq, shr(x, key, low), target),
+                   [&](Gen &y) {
+                     Value d = arith::AndIOp::create(y.b, y.loc,
+                                                     shr(y, key, shift), mask);
+                     Value bin = arith::IndexCastUIOp::create(
+                         y.b, y.loc, y.b.getIndexType(), d);
+                     atomicAdd(y, R.hist, bin, y.i32(1));
+                   });
+        });
+        gpu::BarrierOp::create(nb, l);
+        w.ifThen(w.lt(R.tid, w.idx(32)),
+                 [&](Gen &x) { findDigit(x, R, remaining); });
+        gpu::BarrierOp::create(nb, l);
+        Value digit = w.load(R.ctl, w.idx(kCtlDigit));
+        Value left = w.load(R.ctl, w.idx(kCtlRemaining));
+        Value count = w.load(R.ctl, w.idx(kCtlBinCount));
+        Value next = arith::OrIOp::create(nb, l, prefix,
+                                          shl(w, zext64(w, digit), shift));
+        scf::YieldOp::create(
+            nb, l,
+            ValueRange{shift, next, left,
+                       w.cmpI(arith::CmpIPredicate::eq, count, left)});
+      });
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
+          loop.getResult(3)};
+}
+
+/// Gathers the row's k best keys (unordered) into keys[0, k).
+void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
+  const SelectRow &R = src.R;
+  Value target = shr(g, t.prefix, t.low);
+  src.forEach(g, [&](Gen &x, Value key, Value i) {
+    Value high = shr(x, zext64(x, key), t.low);
+    Value keep =
+        x.orI(x.cmpI(arith::CmpIPredicate::ugt, high, target),
+              x.andI(t.done, x.cmpI(arith::CmpIPredicate::eq, high, target)));
+    x.ifThen(keep, [&](Gen &y) {
+      Value slot = atomicAdd(y, R.ctl, y.idx(kCtlSlots), y.i32(1));
+      y.store(sortKeyOf(y, key, i), R.keys, y.toIndex(slot));
+    });
+  });
+  // Ties at the threshold: the first `remaining` by position, ranked with a
+  // CTA-wide scan per round of kSelectThreads positions.
+  g.ifThen(g.notI(t.done), [&](Gen &x) {
+    Value lane = x.remU(R.tid, x.idx(32)), warp = x.divU(R.tid, x.idx(32));
+    Value rounds = x.ceilDiv(R.m, x.idx(kSelectThreads));
+    x.forLoop(
+        x.idx(0), rounds, {x.i32(0)},
+        [&](Gen &y, Value j, ValueRange acc) -> SmallVector<Value> {
+          Value i = y.add(y.mul(j, y.idx(kSelectThreads)), R.tid);
+          Value key = src.keyOfRound(y, j, i);
+          Value tie = y.andI(y.lt(i, R.m),
+                             y.cmpI(arith::CmpIPredicate::eq,
+                                    zext64(y, key), t.prefix));
+          Value one = y.select(tie, y.i32(1), y.i32(0));
+          Value incl = warpInclusiveSum(y, lane, one);
+          y.ifThen(y.cmpI(arith::CmpIPredicate::eq, lane, y.idx(31)),
+                   [&](Gen &z) {
+                     z.store(incl, R.ctl, z.add(warp, z.idx(kCtlWarpSums)));
+                   });
+          gpu::BarrierOp::create(y.b, y.loc);
+          Value before = y.i32(0), total = y.i32(0);
+          for (int64_t w = 0; w < kSelectWarps; ++w) {
+            Value v = y.load(R.ctl, y.idx(kCtlWarpSums + w));
+            total = y.add(total, v);
+            before = y.add(before, y.select(y.lt(y.idx(w), warp), v,
+                                            y.i32(0)));
+          }
+          Value rank = y.sub(y.add(y.add(acc[0], before), incl), one);
+          y.ifThen(y.andI(tie, y.cmpI(arith::CmpIPredicate::slt, rank,
+                                      t.remaining)),
+                   [&](Gen &z) {
+                     Value slot =
+                         atomicAdd(z, R.ctl, z.idx(kCtlSlots), z.i32(1));
+                     z.store(sortKeyOf(z, key, i), R.keys,
+                             z.toIndex(slot));
+                   });
+          gpu::BarrierOp::create(y.b, y.loc);
+          return {y.add(acc[0], total)};
+        });
+  });
+  gpu::BarrierOp::create(g.b, g.loc);
+}
+
+/// Writes block `j` of the sorted selection: out[at + j] = dense[lo + pos].
+void writePick(Gen &g, const SelectRow &R, Value key, Value j) {
+  Value pos = positionOfKey(g, key);
+  g.store(g.load(R.dense, g.add(R.lo, pos)), R.out, g.add(R.at, j));
+}
+
+/// Sorts the k gathered keys and writes them in descending order.
+void sortAndWrite(Gen &g, const SelectRow &R) {
+  g.ifElse(
+      g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kWarpSortSize)), {},
+      [&](Gen &x) -> SmallVector<Value> {
+        x.ifThen(x.lt(R.tid, x.idx(32)), [&](Gen &y) {
+          Value idx[2] = {R.tid, y.add(R.tid, y.idx(32))};
+          Value reg[2];
+          for (int e = 0; e < 2; ++e)
+            reg[e] = y.select(y.lt(idx[e], R.k),
+                              y.load(R.keys, y.minI(idx[e], y.idx(
+                                                 kWarpSortSize - 1))),
+                              y.i64(0));
+          warpBitonic64(y, R.tid, reg);
+          for (int e = 0; e < 2; ++e)
+            y.ifThen(y.lt(idx[e], R.k),
+                     [&](Gen &z) { writePick(z, R, reg[e], idx[e]); });
+        });
+        return {};
+      },
+      [&](Gen &x) -> SmallVector<Value> {
+        // P = the next power of two >= k, padded with 0 keys (sorted last).
+        auto pw = scf::WhileOp::create(
+            x.b, x.loc, TypeRange{x.b.getIndexType()}, ValueRange{x.idx(1)},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Gen w{nb, l};
+              scf::ConditionOp::create(nb, l, w.lt(a[0], R.k), a);
+            },
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Gen w{nb, l};
+              scf::YieldOp::create(nb, l, w.mul(a[0], w.idx(2)));
+            });
+        Value P = pw.getResult(0);
+        strided(x, R.k, P, R.tid, kSelectThreads, {},
+                [&](Gen &y, Value i, ValueRange) -> SmallVector<Value> {
+                  y.store(y.i64(0), R.keys, i);
+                  return {};
+                });
+        gpu::BarrierOp::create(x.b, x.loc);
+        sharedBitonic(x, R.keys, R.tid, P);
+        strided(x, x.idx(0), R.k, R.tid, kSelectThreads, {},
+                [&](Gen &y, Value j, ValueRange) -> SmallVector<Value> {
+                  writePick(y, R, y.load(R.keys, j), j);
+                  return {};
+                });
+        return {};
+      });
+}
+
+/// k > kSortCapacity: one CTA-wide maximum per pick, each below the
+/// previous pick's key (slow, correct).
+void argmaxSelection(Gen &g, const SelectRow &R) {
+  Value first = g.cmpI(arith::CmpIPredicate::eq, R.tid, g.idx(0));
+  g.forLoop(
+      g.idx(0), R.k, {g.i64(-1)},
+      [&](Gen &z, Value j, ValueRange prev) -> SmallVector<Value> {
+        Value local =
+            strided(z, z.idx(0), R.m, R.tid, kSelectThreads, {z.i64(0)},
+                    [&](Gen &u, Value i, ValueRange acc)
+                        -> SmallVector<Value> {
+                      Value key = sortKey(
+                          u, u.load(R.score, u.add(R.lo, i)), i);
+                      Value ok = u.cmpI(arith::CmpIPredicate::ult, key,
+                                        prev[0]);
+                      Value better =
+                          u.cmpI(arith::CmpIPredicate::ugt, key, acc[0]);
+                      return {u.select(u.andI(ok, better), key, acc[0])};
+                    })
+                .getResult(0);
+        Value best = ctaReduce(z, local, gpu::AllReduceOperation::MAXUI);
+        // The next pick's reduction reuses the same shared buffer.
+        gpu::BarrierOp::create(z.b, z.loc);
+        z.ifThen(first, [&](Gen &u) { writePick(u, R, best, j); });
+        return {best};
+      });
+}
+
+/// The k best of the row's scored range, in descending order.
+void emitSelection(Gen &g, const SelectRow &R) {
+  g.ifElse(
+      g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kSortCapacity)), {},
+      [&](Gen &x) -> SmallVector<Value> {
+        x.ifThen(x.cmpI(arith::CmpIPredicate::eq, R.tid, x.idx(0)),
+                 [&](Gen &y) {
+                   y.store(y.i32(0), R.ctl, y.idx(kCtlSlots));
+                 });
+        gpu::BarrierOp::create(x.b, x.loc);
+        x.ifElse(
+            x.cmpI(arith::CmpIPredicate::sle, R.m,
+                   x.idx(kRegisterKeys * kSelectThreads)),
+            {},
+            [&](Gen &y) -> SmallVector<Value> {
+              KeySource src = KeySource::inRegisters(y, R);
+              gatherSelected(y, src, radixThreshold(y, src));
+              return {};
+            },
+            [&](Gen &y) -> SmallVector<Value> {
+              KeySource src{R, {}};
+              gatherSelected(y, src, radixThreshold(y, src));
+              return {};
+            });
+        sortAndWrite(x, R);
+        return {};
+      },
+      [&](Gen &x) -> SmallVector<Value> {
+        argmaxSelection(x, R);
+        return {};
+      });
+}
+
+/// Memrefs in shared memory.
+Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
+  MLIRContext *ctx = func.getContext();
+  auto type = MemRefType::get(
+      {size}, elementType, AffineMap(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  return func.addWorkgroupAttribution(type, func.getLoc());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
+                                                   Operation *op,
+                                                   StringRef name) {
+  MLIRContext *mctx = op->getContext();
+  Location loc = op->getLoc();
+  Value scoreValue = op->getOperand(0);
+  std::string scoreBuf = ctx.bufferOf.lookup(scoreValue);
+  if (scoreBuf.empty())
+    return op->emitOpError("reads a value that no buffer holds");
+  auto trtllm = dyn_cast<TrtllmTopKOp>(op);
+  auto i32 = IntegerType::get(mctx, 32);
+  // The trtllm form writes a block table at the row's dense positions and a
+  // count per row; the others the sparse CSR.
+  std::string outPtr = abi::kSparseIndptr.str();
+  std::string outIdx = abi::kSparseIndices.str();
+  if (trtllm) {
+    outIdx = ctx.allocScratch(trtllm.getBlockTable());
+    outPtr = ctx.allocScratch(trtllm.getSeqlens());
+  }
+  SmallVector<Param> params = {
+      {abi::kDenseIndptr.str(), true, i32},
+      {abi::kDenseIndices.str(), true, i32},
+      {abi::kRows.str(), false, {}},
+      {scoreBuf, true, Float32Type::get(mctx)},
+      {outPtr, true, i32},
+      {outIdx, true, i32},
+      {ctx.statusBuffer(), true, i32}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  Value keys = sharedBuffer(func, kSortCapacity, b.getI64Type());
+  Value hist = sharedBuffer(func, kRadixBins, i32);
+  Value ctl = sharedBuffer(func, kCtlWords, i32);
+  Gen g{b, loc};
+  Value indptr = func.getArgument(0), dense = func.getArgument(1);
+  Value score = func.getArgument(3);
+  Value outCounts = func.getArgument(4), out = func.getArgument(5);
+  Value status = func.getArgument(6);
+  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  FlowConfigAttr cfg = ctx.config;
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  Value limit = g.minU(g.extent(dense), g.extent(score));
+  std::optional<int64_t> fixedBudget;
+  if (trtllm) {
+    limit = g.minU(limit, g.extent(out));
+    fixedBudget = bos + static_cast<int64_t>(trtllm.getK()) + eos;
+  }
+  RowInfo row = rowInfo(g, cfg, indptr, r, limit, fixedBudget);
+  Value count = g.minI(row.n, row.budget);
+  Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
+
+  Value offset = row.start, fits;
+  if (trtllm) {
+    // Unselected slots of the row's table hold -1.
+    fits = g.cmpI(arith::CmpIPredicate::ult, r, g.extent(outCounts));
+    g.ifThen(first, [&](Gen &x) {
+      x.ifThen(fits, [&](Gen &y) { y.store(y.toI32(count), outCounts, r); });
+    });
+    strided(g, g.add(row.start, count), row.end, tid, kSelectThreads, {},
+            [&](Gen &x, Value p, ValueRange) -> SmallVector<Value> {
+              x.store(x.i32(-1), out, p);
+              return {};
+            });
+  } else {
+    // This row's offset in the sparse list: the kept counts of earlier rows.
+    Value partial =
+        strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
+                [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
+                  RowInfo other = rowInfo(x, cfg, indptr, q, limit);
+                  return {x.add(acc[0],
+                                x.toI32(x.minI(other.n, other.budget)))};
+                })
+            .getResult(0);
+    offset = g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+    // Guard: rows of a malformed indptr may overlap once clamped, and their
+    // kept counts then sum past sparse_kv_indices; such a row writes
+    // nothing. Uniform over the CTA (offset is a CTA-wide sum), so its
+    // barriers stay convergent.
+    fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
+                  g.extent(out));
+    g.ifThen(first, [&](Gen &x) {
+      x.store(x.toI32(x.add(offset, count)), outCounts, x.add(r, x.idx(1)));
+      x.ifThen(x.cmpI(arith::CmpIPredicate::eq, r, x.idx(0)),
+               [&](Gen &y) { y.store(y.i32(0), outCounts, y.idx(0)); });
+    });
+  }
+  auto copy = [&](Gen &x, Value from, Value to, Value at) {
+    strided(x, from, to, tid, kSelectThreads, {},
+            [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
+              y.store(y.load(dense, p), out, y.add(at, y.sub(p, from)));
+              return {};
+            });
+  };
+  g.ifThen(fits, [&](Gen &gf) {
+    gf.ifElse(
+        row.needs, {},
+        [&](Gen &x) -> SmallVector<Value> {
+          copy(x, row.start, row.lo, offset);
+          copy(x, row.hi, row.end,
+               x.sub(x.add(offset, row.budget), x.idx(eos)));
+          Value k = x.sub(row.budget, x.idx(bos + eos));
+          SelectRow R{keys, hist, ctl, score, dense, out, tid, row.lo,
+                      x.sub(row.hi, row.lo), k, x.add(offset, x.idx(bos))};
+          x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
+                   [&](Gen &y) { emitSelection(y, R); });
+          return {};
+        },
+        [&](Gen &x) -> SmallVector<Value> {
+          copy(x, row.start, row.end, offset);
+          return {};
+        });
+  });
+  // Recorded last, when the selection's registers are free. The last row
+  // also checks the CSR's end against dense_kv_indices (the score kernels
+  // scored nothing if it differs).
+  Value rows = g.toIndex(func.getArgument(2));
+  Value endsRight = g.orI(
+      g.cmpI(arith::CmpIPredicate::ne, g.add(r, g.idx(1)), rows),
+      g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, rows)),
+             g.extent(dense)));
+  Value startsAtZero = g.orI(
+      g.cmpI(arith::CmpIPredicate::ne, r, g.idx(0)),
+      g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, g.idx(0))),
+             g.idx(0)));
+  Value ok = g.andI(g.andI(fits, endsRight), g.andI(row.exact, startsAtZero));
+  g.ifThen(g.andI(first, g.notI(ok)), [&](Gen &y) {
+    y.recordStatus(status, abi::kBadIndptr,
+                   y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
+  });
+  gpu::ReturnOp::create(b, loc);
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.gridKind = "rows";
+  rec.threads = kSelectThreads;
+  rec.sharedBytes = kSortCapacity * 8 + (kRadixBins + kCtlWords) * 4;
+  rec.params = params;
+  rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf};
+  rec.writes = {outPtr, outIdx, ctx.statusBuffer()};
+  ctx.abi.kernels.push_back(rec);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Union
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The two tables of a union row: entry `j` of their concatenation.
+struct UnionRow {
+  Value tables[2], lens[2], start;
+  Value idAt(Gen &g, Value j) const {
+    return g.ifElse(
+        g.lt(j, lens[0]), g.b.getI32Type(),
+        [&](Gen &x) -> SmallVector<Value> {
+          return {x.load(tables[0], x.add(start, j))};
+        },
+        [&](Gen &x) -> SmallVector<Value> {
+          return {x.load(tables[1], x.add(start, x.sub(j, lens[0])))};
+        })[0];
+  }
+};
+
+/// Kernel 1: per row, the tables' entries that are real (>= 0), not the
+/// row's last block and not seen earlier in the concatenation, in order,
+/// then the last block, into `merged` at the row's dense positions; the
+/// count into `counts`.
+void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
+                   StringRef merged, StringRef counts) {
+  MLIRContext *mctx = op.getContext();
+  Location loc = op.getLoc();
+  auto i32 = IntegerType::get(mctx, 32);
+  SmallVector<Param> params = {
+      {abi::kDenseIndptr.str(), true, i32},
+      {abi::kDenseIndices.str(), true, i32},
+      {abi::kRows.str(), false, {}},
+      {ctx.bufferOf.lookup(op.getLhsTable()), true, i32},
+      {ctx.bufferOf.lookup(op.getLhsSeqlens()), true, i32},
+      {ctx.bufferOf.lookup(op.getRhsTable()), true, i32},
+      {ctx.bufferOf.lookup(op.getRhsSeqlens()), true, i32},
+      {merged.str(), true, i32},
+      {counts.str(), true, i32},
+      {ctx.statusBuffer(), true, i32}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  Value ctl = sharedBuffer(func, kSelectWarps, i32);
+  Gen g{b, loc};
+  Value indptr = func.getArgument(0), dense = func.getArgument(1);
+  Value out = func.getArgument(7), outCounts = func.getArgument(8);
+  Value status = func.getArgument(9);
+  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
+  Value limit = g.minU(g.extent(dense), g.extent(out));
+  UnionRow U;
+  for (int side = 0; side < 2; ++side) {
+    U.tables[side] = func.getArgument(3 + 2 * side);
+    limit = g.minU(limit, g.extent(U.tables[side]));
+  }
+  RowInfo row = rowInfo(g, ctx.config, indptr, r, limit);
+  U.start = row.start;
+  // A count the tables' kernel did not write (a row past its counts) is 0;
+  // any count is clamped to the row.
+  for (int side = 0; side < 2; ++side) {
+    Value lens = func.getArgument(4 + 2 * side);
+    Value len = g.ifElse(
+        g.lt(r, g.extent(lens)), b.getIndexType(),
+        [&](Gen &x) -> SmallVector<Value> {
+          return {x.toIndex(x.load(lens, r))};
+        },
+        [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
+    U.lens[side] = g.minI(g.maxI(len, g.idx(0)), row.n);
+  }
+  Value hasBlocks = g.cmpI(arith::CmpIPredicate::sgt, row.n, g.idx(0));
+  Value last = g.ifElse(
+      hasBlocks, i32,
+      [&](Gen &x) -> SmallVector<Value> {
+        return {x.load(dense, x.sub(row.end, x.idx(1)))};
+      },
+      [&](Gen &x) -> SmallVector<Value> { return {x.i32(-1)}; })[0];
+  Value entries = g.add(U.lens[0], U.lens[1]);
+  // Everything but the pinned last block fits in the row's n - 1 slots.
+  Value room = g.maxI(g.sub(row.n, g.idx(1)), g.idx(0));
+  Value rounds = g.ceilDiv(entries, g.idx(kSelectThreads));
+  Value kept =
+      g.forLoop(
+           g.idx(0), rounds, {g.i32(0)},
+           [&](Gen &y, Value round, ValueRange acc) -> SmallVector<Value> {
+             Value j = y.add(y.mul(round, y.idx(kSelectThreads)), tid);
+             SmallVector<Value> entry = y.ifElse(
+                 y.lt(j, entries), {i32, y.b.getI1Type()},
+                 [&](Gen &x) -> SmallVector<Value> {
+                   Value id = U.idAt(x, j);
+                   // Seen earlier in the concatenation?
+                   Value seen =
+                       x.forLoop(x.idx(0), j,
+                                 {x.cmpI(arith::CmpIPredicate::ne, x.i32(0),
+                                         x.i32(0))},
+                                 [&](Gen &z, Value i, ValueRange f)
+                                     -> SmallVector<Value> {
+                                   Value same = z.cmpI(arith::CmpIPredicate::eq,
+                                                       U.idAt(z, i), id);
+                                   return {z.orI(f[0], same)};
+                                 })
+                           .getResult(0);
+                   Value keep = x.andI(
+                       x.andI(x.cmpI(arith::CmpIPredicate::sge, id, x.i32(0)),
+                              x.cmpI(arith::CmpIPredicate::ne, id, last)),
+                       x.notI(seen));
+                   return {id, keep};
+                 },
+                 [&](Gen &x) -> SmallVector<Value> {
+                   return {x.i32(-1), x.cmpI(arith::CmpIPredicate::ne,
+                                             x.i32(0), x.i32(0))};
+                 });
+             Value one = y.select(entry[1], y.i32(1), y.i32(0));
+             Value incl = warpInclusiveSum(y, lane, one);
+             y.ifThen(y.cmpI(arith::CmpIPredicate::eq, lane, y.idx(31)),
+                      [&](Gen &z) { z.store(incl, ctl, warp); });
+             gpu::BarrierOp::create(y.b, y.loc);
+             Value before = y.i32(0), total = y.i32(0);
+             for (int64_t w = 0; w < kSelectWarps; ++w) {
+               Value v = y.load(ctl, y.idx(w));
+               total = y.add(total, v);
+               before =
+                   y.add(before, y.select(y.lt(y.idx(w), warp), v, y.i32(0)));
+             }
+             Value rank = y.toIndex(y.sub(y.add(y.add(acc[0], before), incl),
+                                          one));
+             y.ifThen(y.andI(entry[1], y.lt(rank, room)), [&](Gen &z) {
+               z.store(entry[0], out, z.add(row.start, rank));
+             });
+             gpu::BarrierOp::create(y.b, y.loc);
+             return {y.add(acc[0], total)};
+           })
+          .getResult(0);
+  Value used = g.minI(g.toIndex(kept), room);
+  Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
+  g.ifThen(first, [&](Gen &x) {
+    x.ifThen(hasBlocks,
+             [&](Gen &y) { y.store(last, out, y.add(row.start, used)); });
+    x.ifThen(x.lt(r, x.extent(outCounts)), [&](Gen &y) {
+      y.store(y.toI32(y.select(hasBlocks, y.add(used, y.idx(1)), used)),
+              outCounts, r);
+    });
+    x.ifThen(x.notI(row.exact), [&](Gen &y) {
+      y.recordStatus(status, abi::kBadIndptr,
+                     y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
+    });
+  });
+  gpu::ReturnOp::create(b, loc);
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.gridKind = "rows";
+  rec.threads = kSelectThreads;
+  rec.sharedBytes = kSelectWarps * 4;
+  rec.params = params;
+  rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
+               params[3].name, params[4].name, params[5].name,
+               params[6].name};
+  rec.writes = {merged.str(), counts.str(), ctx.statusBuffer()};
+  ctx.abi.kernels.push_back(rec);
+}
+
+/// Kernel 2: per row, its merged blocks after the counts of earlier rows in
+/// the sparse CSR.
+void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
+                   StringRef merged, StringRef counts) {
+  MLIRContext *mctx = op.getContext();
+  Location loc = op.getLoc();
+  auto i32 = IntegerType::get(mctx, 32);
+  SmallVector<Param> params = {
+      {abi::kDenseIndptr.str(), true, i32},
+      {abi::kRows.str(), false, {}},
+      {merged.str(), true, i32},
+      {counts.str(), true, i32},
+      {abi::kSparseIndptr.str(), true, i32},
+      {abi::kSparseIndices.str(), true, i32},
+      {ctx.statusBuffer(), true, i32}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  Gen g{b, loc};
+  Value indptr = func.getArgument(0), in = func.getArgument(2);
+  Value inCounts = func.getArgument(3), sparsePtr = func.getArgument(4);
+  Value sparse = func.getArgument(5), status = func.getArgument(6);
+  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value limit = g.extent(in);
+  // Counts come from kernel 1; clamped again so no read leaves a row.
+  auto countOf = [&](Gen &x, Value q) {
+    RowInfo other = rowInfo(x, ctx.config, indptr, q, limit);
+    Value c = x.ifElse(
+        x.lt(q, x.extent(inCounts)), x.b.getIndexType(),
+        [&](Gen &y) -> SmallVector<Value> {
+          return {y.toIndex(y.load(inCounts, q))};
+        },
+        [&](Gen &y) -> SmallVector<Value> { return {y.idx(0)}; })[0];
+    return std::make_pair(other, x.minI(x.maxI(c, x.idx(0)), other.n));
+  };
+  Value partial =
+      strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
+              [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
+                return {x.add(acc[0], x.toI32(countOf(x, q).second))};
+              })
+          .getResult(0);
+  Value offset = g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+  auto [row, count] = countOf(g, r);
+  Value fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
+                      g.extent(sparse));
+  Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
+  g.ifThen(first, [&](Gen &x) {
+    x.store(x.toI32(x.add(offset, count)), sparsePtr, x.add(r, x.idx(1)));
+    x.ifThen(x.cmpI(arith::CmpIPredicate::eq, r, x.idx(0)),
+             [&](Gen &y) { y.store(y.i32(0), sparsePtr, y.idx(0)); });
+    x.ifThen(x.notI(fits), [&](Gen &y) {
+      y.recordStatus(status, abi::kBadIndptr,
+                     y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
+    });
+  });
+  g.ifThen(fits, [&](Gen &x) {
+    strided(x, x.idx(0), count, tid, kSelectThreads, {},
+            [&](Gen &y, Value j, ValueRange) -> SmallVector<Value> {
+              y.store(y.load(in, y.add(row.start, j)), sparse,
+                      y.add(offset, j));
+              return {};
+            });
+  });
+  gpu::ReturnOp::create(b, loc);
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.gridKind = "rows";
+  rec.threads = kSelectThreads;
+  rec.params = params;
+  rec.reads = {abi::kDenseIndptr.str(), merged.str(), counts.str()};
+  rec.writes = {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
+                ctx.statusBuffer()};
+  ctx.abi.kernels.push_back(rec);
+}
+
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::emitUnionKernels(FlowContext &ctx,
+                                                     UnionOp op,
+                                                     StringRef name) {
+  for (Value v : {op.getLhsTable(), op.getLhsSeqlens(), op.getRhsTable(),
+                  op.getRhsSeqlens()})
+    if (ctx.bufferOf.lookup(v).empty())
+      return op.emitOpError("reads a value that no buffer holds");
+  auto i32 = IntegerType::get(op.getContext(), 32);
+  std::string merged = ctx.allocScratchBuffer(abi::kTotal, 1, 1, i32);
+  std::string counts = ctx.allocScratchBuffer(abi::kRows, 1, 1, i32);
+  emitUnionRows(ctx, op, (name + "_rows").str(), merged, counts);
+  emitUnionPack(ctx, op, (name + "_pack").str(), merged, counts);
+  return success();
+}

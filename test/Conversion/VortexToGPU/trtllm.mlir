@@ -1,0 +1,69 @@
+// RUN: vortex-opt %s --vortex-fuse --convert-vortex-to-gpu | FileCheck %s
+//
+// The PTX assembles (vortex-to-nvvm, then ptxas).
+// REQUIRES: ptxas
+// RUN: rm -rf %t && vortex-compile %s --target=sm_90 -o %t
+// RUN: od -An -c -N4 %t/f.cubin | FileCheck %s --check-prefix=ELF
+// ELF: 177   E   L   F
+
+// The trtllm selection on the GPU: each TopK(k) is the radix-select kernel
+// writing a block table at the row's dense positions (i32 scratch, -1 in
+// unused slots) and a count per row (i32 scratch); the union is two kernels,
+// the deduplicated rows into scratch, then packed into the sparse CSR.
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!t = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!l = !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16, kv_dtype = bf16>
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !p) {
+  %x = vortex.max %k {dim = 1 : i64} : !p -> !r
+  vortex.write %x into %c : !r into !p
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  %n = vortex.add_mul %s {alpha = 0.0 : f32, beta = -1.0 : f32} : !r -> !r
+  %t0, %l0 = vortex.trtllm_topk %s {k = 4 : i64} : !r -> !t, !l
+  %t1, %l1 = vortex.trtllm_topk %n {k = 2 : i64} : !r -> !t, !l
+  vortex.union (%t0, %l0), (%t1, %l1) into %o : !t, !l into !o
+}
+
+// The launch order and buffers.
+// CHECK: indexer = {args
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL0:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT0:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: writes = ["[[SL0]]", "[[BT0]]", "status"]
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL1:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT1:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: kernel = "f_indexer_union{{[0-9]+}}_rows"
+// CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "[[BT0]]", "[[SL0]]", "[[BT1]]", "[[SL1]]"]
+// CHECK-SAME: writes = ["[[MERGED:scratch[0-9]+]]", "[[COUNTS:scratch[0-9]+]]", "status"]
+// CHECK-SAME: kernel = "f_indexer_union{{[0-9]+}}_pack"
+// CHECK-SAME: reads = ["dense_kv_indptr", "[[MERGED]]", "[[COUNTS]]"]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// The tables and counts are i32 scratch.
+// CHECK-SAME: [[BT0]] = {dtype = "i32", role = "scratch", shape = ["total", 1, 1]}
+// CHECK-SAME: [[SL0]] = {dtype = "i32", role = "scratch", shape = ["rows", 1, 1]}
+
+// TopK(k): the budget is fixed (bos + k + eos); unused slots get -1.
+// CHECK-LABEL: gpu.func @f_indexer_trtllm
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
+// CHECK: arith.constant 6 : index
+// CHECK: arith.constant -1 : i32
+// CHECK: gpu.all_reduce maxui
+// CHECK: memref.atomic_rmw addi
+// CHECK: gpu.return
+
+// Union rows: ranks by a CTA-wide scan of the kept flags (warp sums in
+// shared memory), the row's last block pinned after the kept ones.
+// CHECK-LABEL: gpu.func @f_indexer_union{{[0-9]+}}_rows
+// CHECK-SAME: workgroup(%{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.shuffle up
+// CHECK: gpu.barrier
+// CHECK: gpu.return
+
+// Union pack: the row's offset is the sum of the earlier rows' counts.
+// CHECK-LABEL: gpu.func @f_indexer_union{{[0-9]+}}_pack
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.return
