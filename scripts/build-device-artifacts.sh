@@ -18,6 +18,7 @@
 #                                         the trtllm selection (TopK(k) +
 #                                         Union) of test/Python/Inputs/
 #                                         trtllm_flow.py
+#   <outdir>/slotted/staged               test/Python/Inputs/slotted_flow.mlir
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
 # "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
@@ -42,7 +43,7 @@ variant() { # example name config-options outdir
   rm "$dir/$name.mlir"
 }
 
-rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8" "$OUT/trtllm"
+rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8" "$OUT/trtllm" "$OUT/slotted"
 for src in "$ROOT"/examples/*.mlir; do
   [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
@@ -105,5 +106,8 @@ if [ "${VORTEX_ONLY:-}" != bench ]; then
     -o "$OUT/trtllm" "$ROOT/test/Python/Inputs/trtllm_flow.py" \
     --flow trtllm_block_sparse_attention --group-size 8 \
     --name trtllm_block_sparse_attention_g8 >&2
+  mkdir -p "$OUT/slotted"
+  "$BIN/vortex-compile" "$ROOT/test/Python/Inputs/slotted_flow.mlir" \
+    -o "$OUT/slotted" --chip="$CHIP"
 fi
 du -sh "$OUT"

@@ -34,6 +34,11 @@ if [ -d "$ART/trtllm" ]; then
     --flow-file "$ROOT/test/Python/Inputs/trtllm_flow.py" 2>&1 | tee "$LOGS/gpu-check-trtllm.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
+if [ -d "$ART/slotted" ]; then
+  python3 "$ROOT/test/Python/Inputs/slotted_gpu_check.py" \
+    "$ART/slotted/staged.manifest.json" 2>&1 | tee "$LOGS/gpu-check-slotted.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \
   --flows ${VORTEX_TORCH_FLOWS:-block_sparse_attention_g8 running_avg_block_sparse_g8 gqa_quest_sparse_attention_g5} \
   2>&1 | tee "$LOGS/gpu-torch-check.log"

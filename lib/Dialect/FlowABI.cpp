@@ -35,7 +35,8 @@ StringRef abi::stringifyStep(Step step) {
 ArrayRef<StatusFlagDef> abi::getStatusFlags() {
   static const StatusFlagDef flags[] = {{kBadDenseIndex, kDenseIndices},
                                         {kBadBlockId, kBlockIds},
-                                        {kBadIndptr, kDenseIndptr}};
+                                        {kBadIndptr, kDenseIndptr},
+                                        {kBadSlot, kSlotOfPtr}};
   return flags;
 }
 
@@ -108,10 +109,15 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   auto q = cast<VTensorType>(indexer.getArgument(0).getType());
   add(kQuery, Role::Input, q.getElementType(),
       {kRows.str(), std::to_string(q.getD0()), std::to_string(q.getD1())});
+  // A slotted field (typed so on the cache side) has one row per slot.
+  std::string firstSlotted;
   for (auto [i, name] : llvm::enumerate(names)) {
     auto t = cast<VTensorType>(indexer.getArgument(2 + i).getType());
+    bool slotted = cast<VTensorType>(cache.getArgument(i).getType()).isSlotted();
+    if (slotted && firstSlotted.empty())
+      firstSlotted = name.str();
     add(name, Role::Cache, t.getElementType(),
-        {kNumBlocks.str(), std::to_string(t.getD0()),
+        {(slotted ? kNumSlots : kNumBlocks).str(), std::to_string(t.getD0()),
          std::to_string(t.getD1())});
   }
   // Parameters: one value [1, r, c] shared by every row (the constant 1, not
@@ -130,6 +136,10 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   add(kSparseIndptr, Role::Output, i32, {rowsPlusOne});
   add(kSparseIndices, Role::Output, i32, {kTotal.str()});
   add(kBlockIds, Role::Input, i32, {kNumNew.str()});
+  if (!firstSlotted.empty()) {
+    add(kSlotOfPtr, Role::Input, i32, {kNumBlocks.str()});
+    abi.slotsDefinedBy = firstSlotted;
+  }
 
   // o (the indexer's second argument) becomes the sparse CSR. Both steps
   // take the parameters after the fields; no step writes them.
@@ -142,6 +152,8 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   for (StringRef name : llvm::concat<StringRef>(names, params))
     abi.cacheArgs.push_back(name.str());
   abi.cacheArgs.push_back(kBlockIds.str());
+  if (!firstSlotted.empty())
+    abi.cacheArgs.push_back(kSlotOfPtr.str());
 
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
   abi.indexerWrites.push_back(kSparseIndptr.str());
@@ -249,6 +261,9 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
   SmallVector<NamedAttribute> symbols;
   for (const SymbolDef &s : getSymbols())
     symbols.push_back(b.getNamedAttr(s.name, b.getStringAttr(s.tensor)));
+  if (!slotsDefinedBy.empty())
+    symbols.push_back(
+        b.getNamedAttr(kNumSlots, b.getStringAttr(slotsDefinedBy)));
   auto stepAttr = [&](Step step) {
     SmallVector<Attribute> launches;
     for (const KernelRecord &k : kernels)

@@ -868,6 +868,25 @@ LogicalResult FlowOp::verifyRegions() {
   for (auto [i, f] : llvm::enumerate(fields)) {
     BlockArgument cacheArg = cache.getArgument(2 + i);
     BlockArgument indexerArg = indexer.getArgument(4 + i);
+    // A slotted field is request-bound storage that the cache side writes
+    // through slot_of_ptr; the indexer addresses fields by block id and
+    // vortex_torch has no slotted indexer format (docs/contract.md).
+    if (cast<VTensorType>(cacheArg.getType()).isSlotted()) {
+      if (!indexerArg.use_empty())
+        return (*indexerArg.getUsers().begin())->emitOpError("uses the "
+                   "slotted field '")
+               << f.getName().getValue()
+               << "' on the indexer side; slotted fields are cache-side "
+                  "storage addressed through slot_of_ptr";
+      if (llvm::none_of(cacheArg.getUsers(), [](Operation *u) {
+            return isa<WriteOp, FillOp>(u);
+          }))
+        return emitOpError("slotted field '")
+               << f.getName().getValue()
+               << "' is never written (by vortex.write or vortex.fill on the "
+                  "cache side)";
+      continue;
+    }
     bool written =
         llvm::any_of(cacheArg.getUsers(),
                      [](Operation *u) { return isa<WriteOp, FillOp>(u); }) ||

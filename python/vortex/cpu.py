@@ -259,9 +259,12 @@ class CompiledFlow:
                 f"sparse CSR {sparse_indptr.tolist()}")
         return sparse_indptr, sparse_indices[:end].copy()
 
-    def cache_step(self, cache: Mapping[str, np.ndarray], block_ids) -> None:
+    def cache_step(self, cache: Mapping[str, np.ndarray], block_ids,
+                   slot_of_ptr=None) -> None:
         """Summarize the completed blocks `block_ids` into the fields of
-        `cache`, in place."""
+        `cache`, in place. A flow with slotted fields also takes
+        `slot_of_ptr`, the slot of every pool block (docs/contract.md,
+        "Slotted fields"): a block whose slot is < 0 writes nothing."""
         args = self._cache_args(cache)
         ids = _as_index_array("block_ids", block_ids)
         num_blocks = int(np.asarray(args["k"]).shape[0])
@@ -273,6 +276,30 @@ class CompiledFlow:
                     f"block_ids: block id {ids[i]} at position {i} is out of "
                     f"range [0, {num_blocks}) (num_blocks = cache['k'].shape[0])")
         args["block_ids"] = ids
+        slotted = self.manifest.symbols.get("num_slots")
+        if slotted is None:
+            if slot_of_ptr is not None:
+                raise ValueError("slot_of_ptr: this flow has no slotted "
+                                 "fields")
+        else:
+            if slot_of_ptr is None:
+                raise ValueError(f"slot_of_ptr: required (the flow has "
+                                 f"slotted fields, e.g. {slotted!r})")
+            slots = _as_index_array("slot_of_ptr", slot_of_ptr)
+            if slots.shape != (num_blocks,):
+                raise ValueError(f"slot_of_ptr: expected shape ({num_blocks},) "
+                                 f"(num_blocks = cache['k'].shape[0]), got "
+                                 f"{tuple(slots.shape)}")
+            num_slots = int(np.asarray(args[slotted]).shape[0])
+            used = slots[ids] if ids.size else slots[:0]
+            bad = used >= num_slots
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(
+                    f"slot_of_ptr: slot {used[i]} of block {ids[i]} is out of "
+                    f"range [0, {num_slots}) (num_slots = cache[{slotted!r}]"
+                    ".shape[0]); a slot < 0 skips the block")
+            args["slot_of_ptr"] = slots
         self.runtime.run_step("cache", args)
 
 

@@ -46,7 +46,7 @@ DTYPES: Dict[str, Tuple[str, Optional[str], int]] = {
 _BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
 _BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
 
-SYMBOLS = ("rows", "total", "num_blocks", "num_new")
+SYMBOLS = ("rows", "total", "num_blocks", "num_new", "num_slots")
 _ROLES = ("input", "cache", "output", "scratch", "parameter", "status")
 # Roles the runtime owns: never step arguments.
 _INTERNAL = ("scratch", "status")
@@ -468,9 +468,12 @@ class Manifest:
         return [n for n in self.steps["cache"].args
                 if self.tensors[n].role == "cache"]
 
-    def cache_shapes(self, num_blocks: int) -> Dict[str, Tuple[Tuple[int, ...], str]]:
-        """{name: (shape, manifest dtype)} of the cache tensors."""
-        sym = {"num_blocks": num_blocks}
+    def cache_shapes(self, num_blocks: int, num_slots: Optional[int] = None
+                     ) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+        """{name: (shape, manifest dtype)} of the cache tensors; slotted
+        fields have `num_slots` rows (default: num_blocks)."""
+        sym = {"num_blocks": num_blocks,
+               "num_slots": num_blocks if num_slots is None else num_slots}
         return {n: (self.tensors[n].extents(sym), self.tensors[n].dtype)
                 for n in self.cache_names()}
 

@@ -131,6 +131,17 @@ class _Op:
             check_csr([0, int(keep.numel())], keep.tolist(), num_blocks,
                       indptr_name="block_ids", indices_name="block_ids")
             args["block_ids"] = keep
+            slotted = m.symbols.get("num_slots")
+            if slotted is not None:
+                used = args["slot_of_ptr"][keep.long()]
+                num_slots = int(args[slotted].shape[0])
+                bad = used >= num_slots
+                if bool(bad.any()):
+                    i = int(bad.nonzero()[0, 0])
+                    raise ValueError(
+                        f"slot_of_ptr: slot {int(used[i])} of block "
+                        f"{int(keep[i])} is out of range [0, {num_slots}) "
+                        f"(num_slots = {slotted}.shape[0])")
         self.cpu.run_step(self.step, args)
 
     def _cuda_impl(self, *tensors) -> None:
@@ -225,8 +236,12 @@ class Flow:
             self._indexer, ["q"],
             ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
              "sparse_kv_indices"], self.param_names)
-        self._call_cache = _caller(self._cache, [], ["block_ids"],
-                                   self.param_names)
+        # Flows with slotted fields take the slot map after block_ids.
+        self.slotted = "num_slots" in m.symbols
+        self._call_cache = _caller(
+            self._cache, [],
+            ["block_ids"] + (["slot_of_ptr"] if self.slotted else []),
+            self.param_names)
         if params is not None:
             self.bind(params)
 
@@ -440,14 +455,22 @@ class Flow:
         return ids.reshape(-1).to(torch.int32)
 
     def cache_step(self, cache, block_ids=None, *, loc=None,
-                   num_kv_heads: Optional[int] = None, stream=None) -> None:
+                   num_kv_heads: Optional[int] = None, stream=None,
+                   slot_of_ptr=None) -> None:
         """Summarize completed blocks into the cache fields, in place,
         through the cache op: `block_ids` (int32 pool block ids; negative
         entries are skipped), or vortex_torch's `loc` (token slots) with
-        `num_kv_heads`."""
+        `num_kv_heads`. A flow with slotted fields also takes `slot_of_ptr`
+        (int32, the slot of every pool block; a block whose slot is < 0
+        writes nothing: docs/contract.md, "Slotted fields")."""
         if (block_ids is None) == (loc is None):
             raise ValueError("cache_step: pass exactly one of block_ids and "
                              "loc")
+        if self.slotted and slot_of_ptr is None:
+            raise ValueError("slot_of_ptr: required (the flow has slotted "
+                             "fields)")
+        if not self.slotted and slot_of_ptr is not None:
+            raise ValueError("slot_of_ptr: this flow has no slotted fields")
         if loc is not None:
             if num_kv_heads is None:
                 raise ValueError("num_kv_heads: required with loc")
@@ -457,10 +480,12 @@ class Flow:
         try:
             if guard is not None:
                 guard.__enter__()
+            tail = (block_ids, slot_of_ptr) if self.slotted else (block_ids,)
             self._call_cache(self.cache_op, self._raw_cache, cache,
-                             self._params, block_ids)
+                             self._params, *tail)
         except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
-            self._explain(err, dict(cache=cache, block_ids=block_ids))
+            self._explain(err, dict(cache=cache, block_ids=block_ids,
+                                    slot_of_ptr=slot_of_ptr))
         finally:
             if guard is not None:
                 guard.__exit__(None, None, None)

@@ -257,34 +257,35 @@ indexer(%q: !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>, %o: !o,
 }
 
 //===----------------------------------------------------------------------===//
-// Slotted fields on the cache side (the indexer sees them paged).
+// Slotted fields on the cache side: written there through slot_of_ptr,
+// never used by the indexer (whose argument for them is paged).
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: vortex.flow @slotted
-// CHECK-NEXT: cache(%k: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<slotted>>, %stamp: !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>) {
+// CHECK-NEXT: cache(%k: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, %stage: !vortex.vtensor<?x1x128xbf16, #vortex.format<slotted>>, %stamp: !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>) {
 // CHECK-NEXT: %[[M:.*]] = vortex.mean_interleave %k {dim = 1 : i64, factor = 16 : i64}
-// CHECK-NEXT: vortex.write %[[M]] into %centroids : <?x1x128xbf16, #vortex.format<ragged>> into <?x1x128xbf16, #vortex.format<slotted>>
+// CHECK-NEXT: vortex.write %[[M]] into %centroids : <?x1x128xbf16, #vortex.format<ragged>> into <?x1x128xbf16, #vortex.format<paged>>
+// CHECK-NEXT: vortex.write %[[M]] into %stage : <?x1x128xbf16, #vortex.format<ragged>> into <?x1x128xbf16, #vortex.format<slotted>>
 // CHECK-NEXT: vortex.fill %stamp {value = 1.000000e+00 : f32} : <?x1x1xbf16, #vortex.format<slotted>>
 // CHECK-NEXT: }
-// CHECK-NEXT: indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, %stamp: !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>) {
+// CHECK-NEXT: indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %centroids: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, %stage: !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>, %stamp: !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>) {
 vortex.flow @slotted
     config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
         group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02,
         reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
         kv_dtype = bf16>
-    fields(centroids = [1, 128], stamp = [1, 1])
-cache(%k: !kv, %v: !kv, %centroids: !cs,
+    fields(centroids = [1, 128], stage = [1, 128], stamp = [1, 1])
+cache(%k: !kv, %v: !kv, %centroids: !c, %stage: !cs,
       %stamp: !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>) {
   %m = vortex.mean_interleave %k {dim = 1 : i64, factor = 16 : i64} : !kv -> !cr
-  vortex.write %m into %centroids : !cr into !cs
+  vortex.write %m into %centroids : !cr into !c
+  vortex.write %m into %stage : !cr into !cs
   vortex.fill %stamp {value = 1.0 : f32} : !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>
 }
-indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %stamp: !f1) {
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %stage: !c, %stamp: !f1) {
   %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
   %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
-  %t = vortex.load %stamp : !f1 -> !s
-  %m = vortex.multiply %s, %t : (!s, !s) -> !s
-  vortex.topk %m into %o : !s into !o
+  vortex.topk %s into %o : !s into !o
 }
 
 //===----------------------------------------------------------------------===//

@@ -1319,3 +1319,44 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p, %w: !w) {
   %s = vortex.load %c : !p -> !r
   vortex.topk %s into %o : !r into !o
 }
+
+// -----
+
+// The indexer may not use a slotted field (cache-side storage addressed
+// through slot_of_ptr; docs/contract.md "Slotted fields").
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !s) {
+  %x = vortex.max %k {dim = 1 : i64} : !p -> !r
+  vortex.write %x into %c : !r into !s
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  // expected-error @+1 {{'vortex.load' op uses the slotted field 'c' on the indexer side; slotted fields are cache-side storage addressed through slot_of_ptr}}
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A slotted field must be written on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+// expected-error @+1 {{'vortex.flow' op slotted field 'c' is never written (by vortex.write or vortex.fill on the cache side)}}
+vortex.flow @f config = #cfg fields(c = [1, 1])
+cache(%k: !p, %v: !p, %c: !s) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}

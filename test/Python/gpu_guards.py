@@ -64,7 +64,7 @@ report([v.value for v in vals[:5]] == [0x7f0000001000, 0x7f0000001000, 0, 4,
 
 # The flag bits come from the manifest (FlowABI.h getStatusFlags).
 report(m.tensors[status].flags == (("dense_kv_indices", 1), ("block_ids", 2),
-                                   ("dense_kv_indptr", 4)),
+                                   ("dense_kv_indptr", 4), ("slot_of_ptr", 8)),
        "manifest: the status tensor carries the guard flags",
        m.tensors[status].flags)
 for bad_flags, what in (({}, "needs its 'flags'"),

@@ -38,12 +38,17 @@ inline constexpr llvm::StringLiteral kDenseIndices = "dense_kv_indices";
 inline constexpr llvm::StringLiteral kSparseIndptr = "sparse_kv_indptr";
 inline constexpr llvm::StringLiteral kSparseIndices = "sparse_kv_indices";
 inline constexpr llvm::StringLiteral kBlockIds = "block_ids";
+/// The cache step's slot map, for flows with slotted fields: the slot of
+/// each pool block (< 0: none; docs/contract.md "Slotted fields").
+inline constexpr llvm::StringLiteral kSlotOfPtr = "slot_of_ptr";
 
 // Symbols: the runtime binds them from the shapes of their defining tensors.
 inline constexpr llvm::StringLiteral kRows = "rows";
 inline constexpr llvm::StringLiteral kTotal = "total";
 inline constexpr llvm::StringLiteral kNumBlocks = "num_blocks";
 inline constexpr llvm::StringLiteral kNumNew = "num_new";
+/// The leading extent of slotted fields (bound from the first of them).
+inline constexpr llvm::StringLiteral kNumSlots = "num_slots";
 
 /// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
 /// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned
@@ -59,6 +64,7 @@ enum StatusFlag : int32_t {
   kBadDenseIndex = 1, ///< a dense_kv_indices entry outside [0, num_blocks)
   kBadBlockId = 2,    ///< a block_ids entry >= num_blocks
   kBadIndptr = 4,     ///< dense_kv_indptr not a CSR over dense_kv_indices
+  kBadSlot = 8,       ///< a slot_of_ptr entry >= num_slots
 };
 /// Each flag and the tensor whose entries it reports; the manifest's status
 /// tensor carries this table (`"flags"`), so readers take the bits from it.
@@ -126,6 +132,8 @@ struct FlowABI {
   SmallVector<std::string> indexerArgs, cacheArgs;
   SmallVector<std::string> indexerWrites, cacheWrites;
   std::vector<KernelRecord> kernels;
+  /// The slotted field that binds `num_slots` (empty: the flow has none).
+  std::string slotsDefinedBy;
 
   static FlowABI get(FlowOp flow, Storage storage);
 

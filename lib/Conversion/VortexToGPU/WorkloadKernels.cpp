@@ -59,6 +59,7 @@ struct PendingStore {
   bool isScratch;
   std::optional<double> fill; // vortex.fill
   VTensorType fillType;
+  bool bySlot = false; // slotted field row: at slot_of_ptr[block id]
 };
 
 /// Points `b` (the kernel's builder, which the tile emitters use) at where
@@ -153,6 +154,8 @@ private:
                                    ValueRange carried, bool &ok);
   bool emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg);
   bool emitCacheBody(gpu::GPUFuncOp func, Value scalarArg);
+  Value emitSlot(Gen &y, gpu::GPUFuncOp func, Value blockId, Value item,
+                 Value valid);
   void recordKernel(StringRef name, ArrayRef<Param> params,
                     ArrayRef<std::string> reads,
                     ArrayRef<std::string> writes);
@@ -169,6 +172,10 @@ private:
   unsigned statusArg = 0;
   /// The status buffer, and the i32 num_blocks argument (byBlock only).
   Value status, numBlocksArg, nblk, group;
+  /// Cache kernels of flows with slotted fields: the slot map's parameter
+  /// and the item's slot row (docs/contract.md, "Slotted fields").
+  std::optional<unsigned> slotMapArg;
+  Value slotRow;
   int64_t groupsPerCTA = 1;
 };
 
@@ -370,11 +377,15 @@ void TileKernel::collectIO() {
     if (auto write = dyn_cast<WriteOp>(op))
       stores.push_back({write.getValue(),
                         ctx.bufferOf.lookup(write.getField()), true, false,
-                        false, false, std::nullopt, {}});
+                        false, false, std::nullopt, {},
+                        cast<VTensorType>(write.getField().getType())
+                            .isSlotted()});
     if (auto fill = dyn_cast<FillOp>(op))
       stores.push_back({Value(), ctx.bufferOf.lookup(fill.getField()), true,
                         false, false, false, fill.getValue().convertToDouble(),
-                        cast<VTensorType>(fill.getField().getType())});
+                        cast<VTensorType>(fill.getField().getType()),
+                        cast<VTensorType>(fill.getField().getType())
+                            .isSlotted()});
   }
 
 }
@@ -386,6 +397,7 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
                                       SmallVector<std::string> &reads,
                                       SmallVector<std::string> &writes) {
   auto i32 = IntegerType::get(root->getContext(), 32);
+  slotMapArg.reset();
   if (indexerSide) {
     params.push_back({abi::kDenseIndptr.str(), true, i32});
     params.push_back({abi::kDenseIndices.str(), true, i32});
@@ -404,8 +416,18 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
     bufferNames.insert(st.buffer);
     writes.push_back(st.buffer);
   }
+  // The slotted fields' row count comes from the first one's extent.
+  if (!indexerSide && !ctx.abi.slotsDefinedBy.empty())
+    bufferNames.insert(ctx.abi.slotsDefinedBy);
   for (const std::string &buf : bufferNames)
     params.push_back({buf, true, ctx.abi.tensors[buf].elementType});
+  // A flow with slotted fields skips the blocks without a slot in every
+  // cache kernel, so each reads the slot map.
+  if (!indexerSide && !ctx.abi.slotsDefinedBy.empty()) {
+    slotMapArg = params.size();
+    params.push_back({abi::kSlotOfPtr.str(), true, i32});
+    reads.push_back(abi::kSlotOfPtr.str());
+  }
   // Guards (docs/gpu.md "Guards"): a kernel that addresses a paged tensor by
   // block id, or reads the dense CSR, takes the status buffer and num_blocks
   // last, so the leading parameters keep their places.
@@ -556,7 +578,8 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
         if (st.byBlockId != byId)
           continue;
         Value memref = buffers.lookup(StringRef(st.buffer));
-        Value at = st.byBlockId    ? blockId
+        Value at = st.bySlot       ? slotRow
+                   : st.byBlockId  ? blockId
                    : st.batchedRow ? row
                    : st.sharedRow  ? ge.idx(0)
                                    : pos;
@@ -966,6 +989,28 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   return ok;
 }
 
+/// Flows with slotted fields: the block's slot (slot_of_ptr[blockId]) as
+/// `slotRow`. A block without a slot (< 0) writes nothing; one whose slot
+/// is past the slotted fields' rows is skipped and recorded. Returns the
+/// item's new validity.
+Value TileKernel::emitSlot(Gen &y, gpu::GPUFuncOp func, Value blockId,
+                           Value item, Value valid) {
+  Value slot = y.toIndex(y.load(func.getArgument(*slotMapArg), blockId));
+  const std::string &field = ctx.abi.slotsDefinedBy;
+  const TensorRecord &rec = ctx.abi.tensors[field];
+  int64_t rowSize = std::stoll(rec.shape[1]) * std::stoll(rec.shape[2]);
+  Value numSlots = y.divU(y.extent(buffers.lookup(StringRef(field))),
+                          y.idx(rowSize));
+  Value has = y.cmpI(arith::CmpIPredicate::sge, slot, y.idx(0));
+  Value fits = y.lt(slot, numSlots);
+  y.ifThen(y.andI(valid, y.andI(has, y.notI(fits))), [&](Gen &z) {
+    z.recordStatus(status, abi::kBadSlot, slot, item);
+  });
+  valid = y.andI(valid, y.andI(has, fits));
+  slotRow = y.select(valid, slot, y.idx(0));
+  return valid;
+}
+
 /// A cache kernel: one group per completed block of `block_ids`.
 bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
   OpBuilder &b = *builder;
@@ -995,6 +1040,8 @@ bool TileKernel::emitCacheBody(gpu::GPUFuncOp func, Value scalarArg) {
     Value usable = y.andI(isBlock, inRange);
     Value valid = y.andI(live, usable);
     blockId = y.select(usable, blockId, y.idx(0));
+    if (slotMapArg)
+      valid = emitSlot(y, func, blockId, item, valid);
     DenseMap<Value, TileRef> loaded = loadItem(blockId, item);
     if (!computeItem(blockId, item, item, valid, Value(), loaded,
                      DenseMap<Value, TileRef>()))

@@ -175,22 +175,42 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
         .getResult(0);
   }
 
-  /// `(k, v, fields..., params..., block_ids)`.
+  /// `(k, v, fields..., params..., block_ids[, slot_of_ptr])`.
   void buildCache(ConversionPatternRewriter &rewriter, FlowOp flow,
                   const abi::FlowABI &abi) const {
     Block &body = flow.getCacheBody();
     SmallVector<Type> argTypes;
     for (BlockArgument arg : body.getArguments())
       argTypes.push_back(memrefOf(cast<VTensorType>(arg.getType())));
-    argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
-                                       abi.elementType(abi::kBlockIds)));
+    bool slotted = !abi.slotsDefinedBy.empty();
+    for (StringRef name : {abi::kBlockIds, abi::kSlotOfPtr})
+      if (name == abi::kBlockIds || slotted)
+        argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
+                                           abi.elementType(name)));
     StepBuilder sb(rewriter, *getTypeConverter(), flow, "_cache", argTypes,
                    abi.args(abi::Step::Cache));
     Emitter e{rewriter, sb.loc};
     size_t numArgs = body.getNumArguments();
     size_t numCache = flow.getCacheTensorNames().size();
     Value blockIds = sb.mark(sb.tensorOf(numArgs, false), "block_ids");
-    sb.mark(e.dim(blockIds, 0), "ragged_extent");
+    Value numNew = sb.mark(e.dim(blockIds, 0), "ragged_extent");
+    if (slotted) {
+      // slot_ids[s] = slot_of_ptr[block_ids[s]] (block ids are validated).
+      Value slotOfPtr = sb.tensorOf(numArgs + 1, false);
+      Value init = tensor::EmptyOp::create(
+          rewriter, sb.loc, ArrayRef<int64_t>{ShapedType::kDynamic},
+          rewriter.getI32Type(), ValueRange{numNew});
+      Value slotIds =
+          e.forLoop(e.idx(0), numNew, {init},
+                    [&](Emitter &x, Value s, ValueRange acc) {
+                      Value block = x.toIndex(x.extract(blockIds, s));
+                      Value slot = x.extract(slotOfPtr, block);
+                      return SmallVector<Value>{tensor::InsertOp::create(
+                          x.b, x.loc, slot, acc[0], ValueRange{s})};
+                    })
+              .getResult(0);
+      sb.mark(slotIds, "slot_ids");
+    }
     SmallVector<Value> bindings;
     // The fields are writable; k, v and the parameters are read-only.
     for (size_t i = 0; i < numArgs; ++i)

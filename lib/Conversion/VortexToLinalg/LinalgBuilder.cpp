@@ -76,6 +76,7 @@ std::optional<StepDomain> StepDomain::find(Operation *op) {
                       .Case("indptr", &domain.indptr)
                       .Case("row_of", &domain.rowOf)
                       .Case("num_rows", &domain.numRows)
+                      .Case("slot_ids", &domain.slotIds)
                       .Default(nullptr);
     if (slot)
       *slot = v;

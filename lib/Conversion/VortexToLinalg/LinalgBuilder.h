@@ -52,6 +52,9 @@ struct Emitter : ScalarBuilder {
 struct StepDomain {
   FlowConfigAttr config;
   Value raggedExtent, blockIds, indptr, rowOf, numRows;
+  /// Cache steps of flows with slotted fields: the slot of each completed
+  /// block (slot_of_ptr[block_ids[s]], i32; < 0 skips the block).
+  Value slotIds;
 
   /// The domain of the step function holding `op`, if it is one.
   static std::optional<StepDomain> find(Operation *op);

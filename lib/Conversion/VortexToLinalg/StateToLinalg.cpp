@@ -48,9 +48,20 @@ struct WriterToLinalg : OpToLinalgPattern<OpTy, /*NeedsFlow=*/true> {
     BlockArgument field = boundArgument(adaptor.getField());
     if (!field)
       return rewriter.notifyMatchFailure(op, "the field is no step argument");
+    // With slotted fields, a block whose slot is < 0 writes nothing (the
+    // whole cache program returns, as in vortex_torch); slotted fields are
+    // addressed by the slot.
+    Value slotIds = lb.domain->slotIds;
+    bool bySlot = cast<VTensorType>(op.getField().getType()).isSlotted();
     Value updated = lb.scatterRows(
-        currentState(field), rows(op, adaptor, lb), lb.domain->blockIds,
-        [&](Emitter &x, Value s) { return enabled(lb, x, s); });
+        currentState(field), rows(op, adaptor, lb),
+        bySlot ? slotIds : lb.domain->blockIds, [&](Emitter &x, Value s) {
+          Value on = enabled(lb, x, s);
+          if (!slotIds)
+            return on;
+          return x.andI(on, x.cmpI(arith::CmpIPredicate::sge,
+                                   x.extract(slotIds, s), x.i32(0)));
+        });
     setState(rewriter, field, updated);
     rewriter.eraseOp(op);
     return success();

@@ -50,10 +50,13 @@ class ReduceInterleave(CacheUnary, TracedOp):
 
     def compute(self, ctx, x):
         d0, d1 = x.shape[1], x.shape[2]
+        # An extent the factor does not divide still gets a valid result
+        # type (at least 1), so the verifier refuses the op itself ("not a
+        # multiple of the factor") rather than an empty type.
         if self.dim == 1:
-            d0 //= self.k
+            d0 = max(d0 // self.k, 1)
         else:
-            d1 //= self.k
+            d1 = max(d1 // self.k, 1)
         return self._emit_unary(ctx, x, d0, d1, workload_format([x._format]),
                                 [f"dim = {i64_attr(self.dim)}",
                                  f"factor = {i64_attr(self.k)}"])

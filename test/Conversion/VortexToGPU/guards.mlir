@@ -39,7 +39,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // CHECK-SAME: writes = ["centroids", "status"]
 // CHECK-SAME: kernel = "saved_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "running"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
 // CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "buffer", name = "sparse_kv_indices"}, {kind = "buffer", name = "status"}]
-// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64}, role = "status", shape = [4]}
+// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
 
 // Score kernel. The CSR's end must equal the extent of dense_kv_indices,
 // else nothing is scored (the top-k records it).
@@ -127,4 +127,4 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %status: !c) {
 // CHECK-LABEL: module attributes
 // CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "buffer", name = "status0"}, {kind = "scalar", name = "num_blocks"}]
 // CHECK-SAME: status = {dtype = "bf16", role = "cache", shape = ["num_blocks", 1, 128]}
-// CHECK-SAME: status0 = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64}, role = "status", shape = [4]}
+// CHECK-SAME: status0 = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}

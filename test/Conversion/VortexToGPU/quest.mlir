@@ -33,7 +33,7 @@
 // CHECK-SAME: scratch0 = {dtype = "f32", role = "scratch", shape = ["total", 1, 1]}
 // CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
 // CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
-// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64}, role = "status", shape = [4]}
+// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
 // CHECK-SAME: version = 2 : i64}}
 
 // CHECK: gpu.module @gqa_quest_sparse_attention_kernels
