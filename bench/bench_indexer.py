@@ -62,6 +62,7 @@ or to --md). Runs on one GPU; needs torch, the manifests and their cubins.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import math
 import os
@@ -371,9 +372,14 @@ def main(argv=None) -> int:
     rows_out = []
     for path, m, tf, tf_fields in selected:
         cfg = npref.Config.from_dict(m.config)
+        # Multi-token flows (q = [rows, T x G, D]): the inputs and the peers
+        # see T x G query rows per row.
+        q_rows = m.tensors["q"].extents({"rows": 1})[1]
+        tokens = q_rows // cfg.group_size
+        cfg = dataclasses.replace(cfg, group_size=q_rows)
         flow = runtime.load(path)
         score_k = flow.score_kernels()
-        print(f"\n{m.flow}: G={cfg.group_size} D={cfg.head_dim} "
+        print(f"\n{m.flow}: T={tokens} query rows={q_rows} D={cfg.head_dim} "
               f"topk_val={cfg.topk_val} kernels {flow.kernel_names('indexer')} "
               f"(score: {score_k}) from {os.path.basename(flow.loaded_from)}")
         for k, v in flow.kernel_info().items():

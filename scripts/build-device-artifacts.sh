@@ -19,6 +19,8 @@
 #                                         Union) of test/Python/Inputs/
 #                                         trtllm_flow.py
 #   <outdir>/slotted/staged               test/Python/Inputs/slotted_flow.mlir
+#   <outdir>/multitoken/<flow>_t4_k64_g8  gqa_quest, block_sparse, running_avg
+#                                         with T = 4 query tokens per row
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
 # "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
@@ -43,7 +45,8 @@ variant() { # example name config-options outdir
   rm "$dir/$name.mlir"
 }
 
-rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8" "$OUT/trtllm" "$OUT/slotted"
+rm -rf "$OUT/check" "$OUT/bench" "$OUT/py" "$OUT/fp8" "$OUT/trtllm" "$OUT/slotted" \
+  "$OUT/multitoken"
 for src in "$ROOT"/examples/*.mlir; do
   [ "${VORTEX_ONLY:-}" = bench ] && break
   base="$(basename "$src" .mlir)"
@@ -57,6 +60,12 @@ for base in gqa_quest_sparse_attention block_sparse_attention \
     variant "$ROOT/examples/$base.mlir" "${base}_k64_g$g" \
       "group-size=$g topk-val=64" "$OUT/bench"
   done
+done
+# Multi-token queries: T = 4 tokens per row (q = [rows, 32, 128] at G = 8).
+for base in gqa_quest_sparse_attention block_sparse_attention \
+    running_avg_block_sparse; do
+  variant "$ROOT/examples/$base.mlir" "${base}_t4_k64_g8" \
+    "group-size=8 topk-val=64 query-tokens=4" "$OUT/multitoken"
 done
 # From Python: python -m vortex compile (trace, verify, vortex-compile).
 py() { # vortex-compile-args... : python -m vortex compile with the CLI

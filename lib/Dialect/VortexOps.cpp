@@ -521,11 +521,16 @@ VTensorType FlowOp::getKVType() {
       c.getKvDtype(), Format::Paged);
 }
 
-VTensorType FlowOp::getQueryType(Type elementType) {
+VTensorType FlowOp::getQueryType(Type elementType, int64_t tokens) {
   FlowConfigAttr c = getConfig();
   return VTensorType::get(
-      {ShapedType::kDynamic, c.getGroupSize(), c.getHeadDim()}, elementType,
-      Format::Batched);
+      {ShapedType::kDynamic, tokens * c.getGroupSize(), c.getHeadDim()},
+      elementType, Format::Batched);
+}
+
+int64_t FlowOp::getQueryTokens() {
+  auto q = cast<VTensorType>(getIndexerBody().getArgument(0).getType());
+  return std::max<int64_t>(q.getD0() / getConfig().getGroupSize(), 1);
 }
 
 VTensorType FlowOp::getOutputType() {
@@ -824,12 +829,16 @@ LogicalResult FlowOp::verifyRegions() {
                                /*allowSlotted=*/false)))
         return failure();
   }
+  // q holds T >= 1 query tokens per row, token-major: [?, T x G, D]
+  // (docs/contract.md, "Multi-token queries").
   auto q = dyn_cast<VTensorType>(indexer.getArgument(0).getType());
-  if (!q || !isa<FloatType>(q.getElementType()) ||
-      q.withExplicitPadding(false) != getQueryType(q.getElementType()))
-    return emitOpError("argument 'q' must be a batched float vtensor [?, ")
-           << getConfig().getGroupSize() << ", " << getConfig().getHeadDim()
-           << "], got " << indexer.getArgument(0).getType();
+  int64_t g = getConfig().getGroupSize();
+  if (!q || !isa<FloatType>(q.getElementType()) || q.getD0() % g != 0 ||
+      q.withExplicitPadding(false) !=
+          getQueryType(q.getElementType(), q.getD0() / g))
+    return emitOpError("argument 'q' must be a batched float vtensor [?, T x ")
+           << g << ", " << getConfig().getHeadDim()
+           << "] (T >= 1 query tokens), got " << indexer.getArgument(0).getType();
   if (failed(verifyArgType(*this, indexer.getArgument(1), "o",
                            getOutputType(), false)))
     return failure();

@@ -90,6 +90,8 @@ struct VortexSetConfigPass
     };
     if (groupSize < 0)
       return bad("group-size", int64_t(groupSize));
+    if (queryTokens < 0 || queryTokens > 64)
+      return bad("query-tokens", int64_t(queryTokens));
     if (topkVal < -1)
       return bad("topk-val", int64_t(topkVal));
     if (reservedBos < -1)
@@ -101,6 +103,8 @@ struct VortexSetConfigPass
     WalkResult result = module.walk([&](FlowOp flow) {
       FlowConfigAttr c = flow.getConfig();
       MLIRContext *ctx = flow.getContext();
+      int64_t tokens = queryTokens > 0 ? int64_t(queryTokens)
+                                       : flow.getQueryTokens();
       // Out-of-range values get the config verifier's diagnostic, at the
       // flow, instead of an invalid attribute.
       auto config = FlowConfigAttr::getChecked(
@@ -120,7 +124,7 @@ struct VortexSetConfigPass
       flow.setConfigAttr(config);
       // Block arguments: q follows the config, the rest is unchanged.
       BlockArgument q = flow.getIndexerBody().getArgument(0);
-      retype(q, config.getGroupSize(), config.getHeadDim());
+      retype(q, tokens * config.getGroupSize(), config.getHeadDim());
       for (Block *body : {&flow.getCacheBody(), &flow.getIndexerBody()})
         for (BlockArgument arg : body->getArguments())
           retype(arg, cast<VTensorType>(arg.getType()).getD0(),

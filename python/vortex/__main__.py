@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 from .frontend.config import FlowConfig
 
 _INT_KNOBS = ("block_size", "page_size", "head_dim", "group_size",
-              "topk_val", "reserved_bos", "reserved_eos")
+              "topk_val", "reserved_bos", "reserved_eos", "query_tokens")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -147,7 +147,8 @@ class Problem:
         q_dtype = torch_dtype(m.tensors["q"].dtype) if "q" in m.tensors \
             else torch.bfloat16
         self.q_dtype = q_dtype
-        self.G = cfg.group_size
+        # q's rows per row: T x G (multi-token flows), from the manifest.
+        self.G = m.tensors["q"].extents({"rows": 1})[1]
         self.D = cfg.head_dim
 
     def new_q(self) -> torch.Tensor:

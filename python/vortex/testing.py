@@ -71,9 +71,9 @@ def make_problem(flow: CompiledFlow, lengths: Sequence[int], seed: int = 0,
     cache["k"] = _signed(cache["k"], k_sign)
     perm = rng.permutation(nb).astype(np.int32)
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    q = _signed(rng.standard_normal(
-        (len(lengths), int(flow.config["group_size"]),
-         int(flow.config["head_dim"]))), q_sign).astype(np.float32)
+    # q's shape from the manifest: [rows, T x G, D] (T query tokens).
+    q_shape = flow.manifest.tensors["q"].extents({"rows": len(lengths)})
+    q = _signed(rng.standard_normal(q_shape), q_sign).astype(np.float32)
     return Problem(q=q, cache=cache, indptr=indptr, indices=perm[:total],
                    rng=rng, q_sign=q_sign, spare_blocks=perm[total:])
 

@@ -261,19 +261,20 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !vortex.vtensor<?x1x1xbf16, #vortex.
 
 // -----
 
-// q is batched [?, group_size, head_dim].
+// q is batched [?, T x group_size, head_dim] (T >= 1 query tokens): 3 rows
+// at G = 2 are no whole number of tokens.
 
 !p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
 !r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
 !b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
-#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 2, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x2x1xbf16, #vortex.format<batched>>'}}
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, T x 2, 1] (T >= 1 query tokens), got '!vortex.vtensor<?x3x1xbf16, #vortex.format<batched>>'}}
 vortex.flow @f config = #cfg fields()
 cache(%k: !p, %v: !p) {
 }
-indexer(%q: !vortex.vtensor<?x2x1xbf16, #vortex.format<batched>>, %o: !o, %k: !p, %v: !p) {
+indexer(%q: !vortex.vtensor<?x3x1xbf16, #vortex.format<batched>>, %o: !o, %k: !p, %v: !p) {
   %s = vortex.exp %k : !p -> !r
   vortex.topk %s into %o : !r into !o
 }
@@ -286,7 +287,7 @@ indexer(%q: !vortex.vtensor<?x2x1xbf16, #vortex.format<batched>>, %o: !o, %k: !p
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>'}}
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, T x 1, 1] (T >= 1 query tokens), got '!vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>'}}
 vortex.flow @f config = #cfg fields()
 cache(%k: !p, %v: !p) {
 }
@@ -303,7 +304,7 @@ indexer(%q: !r, %o: !o, %k: !p, %v: !p) {
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got '!vortex.vtensor<?x1x1xi32, #vortex.format<batched>>'}}
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, T x 1, 1] (T >= 1 query tokens), got '!vortex.vtensor<?x1x1xi32, #vortex.format<batched>>'}}
 vortex.flow @f config = #cfg fields()
 cache(%k: !p, %v: !p) {
 }
@@ -320,7 +321,7 @@ indexer(%q: !vortex.vtensor<?x1x1xi32, #vortex.format<batched>>, %o: !o, %k: !p,
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, 1, 1], got 'f32'}}
+// expected-error @+1 {{'vortex.flow' op argument 'q' must be a batched float vtensor [?, T x 1, 1] (T >= 1 query tokens), got 'f32'}}
 vortex.flow @f config = #cfg fields()
 cache(%k: !p, %v: !p) {
 }

@@ -2,6 +2,13 @@
 // RUN: vortex-opt %examples/gqa_block_sparse_attention.mlir --vortex-set-config="group-size=5" | FileCheck %s --check-prefix=GQA
 // RUN: vortex-opt %examples/lserve_sparse_attention.mlir --vortex-set-config="group-size=5" | vortex-opt --vortex-pad --vortex-mask-padding --vortex-to-cpu -o /dev/null
 // RUN: not vortex-opt %s --vortex-set-config="group-size=3" 2>&1 | FileCheck %s --check-prefix=ERR
+// Multi-token queries: q = [?, T x G, D]; a later group-size keeps T.
+// RUN: vortex-opt %examples/gqa_quest_sparse_attention.mlir --vortex-set-config="query-tokens=4" | FileCheck %s --check-prefix=T4
+// RUN: vortex-opt %examples/gqa_quest_sparse_attention.mlir --vortex-set-config="query-tokens=4" | vortex-opt --vortex-set-config="group-size=5" | FileCheck %s --check-prefix=T4G5
+// T4: indexer(%q: !vortex.vtensor<?x32x128xbf16, #vortex.format<batched>>
+// T4: vortex.multiply %q, %max : (!vortex.vtensor<?x32x128xbf16, #vortex.format<batched>>, !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>) -> !vortex.vtensor<?x32x128xbf16, #vortex.format<ragged>>
+// T4G5: group_size = 5
+// T4G5: indexer(%q: !vortex.vtensor<?x20x128xbf16, #vortex.format<batched>>
 
 // LServe at G = 5: q is [?, 5, 128], the Kronecker product with the 4
 // sub-block envelopes is [?, 20, 128], and the per-head sums follow.

@@ -720,7 +720,11 @@ def Vortex_FlowOp : Vortex_Op<"flow", [
     ::llvm::StringRef getArgumentName(::mlir::Value value);
     /// The types the region arguments must have under this config.
     ::mlir::vortex::VTensorType getKVType();
-    ::mlir::vortex::VTensorType getQueryType(::mlir::Type elementType);
+    /// q's type for `tokens` query tokens per row: [?, tokens x G, D].
+    ::mlir::vortex::VTensorType getQueryType(::mlir::Type elementType,
+                                             int64_t tokens = 1);
+    /// T, the query tokens per row (q's D0 over the group size).
+    int64_t getQueryTokens();
     ::mlir::vortex::VTensorType getOutputType();
     ::mlir::vortex::VTensorType getFieldType(FieldAttr field);
     /// `[1, r, c]` of the intermediate dtype, format `parameter`.

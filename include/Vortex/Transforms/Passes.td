@@ -54,7 +54,8 @@ def VortexSetConfig : Pass<"vortex-set-config", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites the config of every flow (only the options given) and
     re-infers the types that depend on it: `q` becomes
-    `[?, group_size, head_dim]`, and every op result's inner shape is
+    `[?, T x group_size, head_dim]` (T query tokens per row: `query-tokens`,
+    else the flow's current T), and every op result's inner shape is
     recomputed from its operands with the op's shape rule (broadcasts,
     reductions, contractions, Kronecker products, interleaves). This turns
     a flow written for one model into the same flow for another, e.g. a
@@ -64,6 +65,7 @@ def VortexSetConfig : Pass<"vortex-set-config", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"groupSize", "group-size", "int64_t", "0", "query heads per KV head (0: keep)">,
+    Option<"queryTokens", "query-tokens", "int64_t", "0", "query tokens per row, q = [rows, T x G, D] (0: keep)">,
     Option<"topkVal", "topk-val", "int64_t", "-1", "top-k budget (-1: keep)">,
     Option<"topkRatio", "topk-ratio", "double", "-1.0", "budget ratio (< 0: keep)">,
     Option<"reservedBos", "reserved-bos", "int64_t", "-1", "reserved leading blocks (-1: keep)">,

@@ -91,11 +91,20 @@ class FlowConfig:
     intermediate_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     q_dtype: Optional[str] = None
+    # Query tokens per row (multi-token steps: q = [rows, T x G, D],
+    # token-major; docs/contract.md "Multi-token queries"). Like q_dtype,
+    # not part of #vortex.config: q's type carries it.
+    query_tokens: int = 1
 
     def __post_init__(self) -> None:
         for f in ("block_size", "page_size", "head_dim", "group_size",
                   "topk_val", "reserved_bos", "reserved_eos"):
             object.__setattr__(self, f, _int(f, getattr(self, f)))
+        tokens = self.query_tokens
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or \
+                not 1 <= tokens <= 64:
+            raise ValueError(f"FlowConfig.query_tokens must be an integer in "
+                             f"[1, 64], got {tokens!r}")
         ratio = self.topk_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
                 or not math.isfinite(ratio):

@@ -397,7 +397,8 @@ def _inputs(ctx: TraceContext, fields, side: str,
     ctx.side = side
     args = []
     if side == "indexer":
-        args.append(ctx.input_value("q", cfg.group_size, cfg.head_dim,
+        args.append(ctx.input_value("q", cfg.query_tokens * cfg.group_size,
+                                    cfg.head_dim,
                                     FORMAT.BATCHED, cfg.query_dtype, "q"))
         args.append(ctx.input_value("o", 1, 1, FORMAT.RAGGED, "i32", "o"))
     for n, r, c, dtype in [("k", cfg.block_size, cfg.head_dim, cfg.kv_dtype),
