@@ -187,6 +187,12 @@ struct RowInfo {
 RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit, std::optional<int64_t> fixedBudget = {});
 
+/// Records a per-row indexer kernel (grid: one CTA per dense CSR row).
+void recordRowKernel(FlowContext &ctx, StringRef name, int64_t threads,
+                     int64_t sharedBytes, ArrayRef<Param> params,
+                     ArrayRef<std::string> reads,
+                     ArrayRef<std::string> writes);
+
 /// CTA-wide reduction (every thread of the CTA must call it).
 Value ctaReduce(Gen &g, Value v, gpu::AllReduceOperation op);
 

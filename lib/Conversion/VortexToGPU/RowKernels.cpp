@@ -37,6 +37,22 @@ RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
   return info;
 }
 
+void mlir::vortex::gpugen::recordRowKernel(
+    FlowContext &ctx, StringRef name, int64_t threads, int64_t sharedBytes,
+    ArrayRef<Param> params, ArrayRef<std::string> reads,
+    ArrayRef<std::string> writes) {
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.gridKind = "rows";
+  rec.threads = threads;
+  rec.sharedBytes = sharedBytes;
+  rec.params.assign(params.begin(), params.end());
+  rec.reads.assign(reads.begin(), reads.end());
+  rec.writes.assign(writes.begin(), writes.end());
+  ctx.abi.kernels.push_back(rec);
+}
+
 Value mlir::vortex::gpugen::ctaReduce(Gen &g, Value v,
                                       gpu::AllReduceOperation op) {
   return gpu::AllReduceOp::create(
@@ -246,15 +262,8 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   }
   gpu::ReturnOp::create(b, loc);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.gridKind = "rows";
-  rec.threads = threads;
-  rec.params = params;
-  rec.reads = {abi::kDenseIndptr.str(), inBuf};
-  rec.writes = {outBuf};
-  ctx.abi.kernels.push_back(rec);
+  recordRowKernel(ctx, name, threads, 0, params,
+                  {abi::kDenseIndptr.str(), inBuf}, {outBuf});
   return success();
 }
 

@@ -39,8 +39,7 @@ enum Ctl : int64_t {
   kCtlRemaining = 1,
   kCtlBinCount = 2,
   kCtlSlots = 3,
-  kCtlWarpSums = 4,
-  kCtlWords = kCtlWarpSums + kSelectWarps
+  kCtlWords = 4
 };
 
 /// The score as an i32 ordered like the score when compared unsigned. NaN
@@ -114,6 +113,29 @@ Value warpInclusiveSum(Gen &g, Value lane, Value v) {
     v = g.add(v, g.select(valid, up.getShuffleResult(), g.i32(0)));
   }
   return v;
+}
+
+/// The rank of this thread's `flag` among the set flags of the CTA, in
+/// thread order (an exclusive scan: warp scans, then the warp totals through
+/// `warpSums[0, kSelectWarps)` in shared memory), and their total. Every
+/// thread must call it; it holds two barriers, so `warpSums` is free again
+/// on return.
+std::pair<Value, Value> ctaRank(Gen &g, Value tid, Value flag,
+                                Value warpSums) {
+  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
+  Value one = g.select(flag, g.i32(1), g.i32(0));
+  Value incl = warpInclusiveSum(g, lane, one);
+  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(31)),
+           [&](Gen &z) { z.store(incl, warpSums, warp); });
+  gpu::BarrierOp::create(g.b, g.loc);
+  Value before = g.i32(0), total = g.i32(0);
+  for (int64_t w = 0; w < kSelectWarps; ++w) {
+    Value v = g.load(warpSums, g.idx(w));
+    total = g.add(total, v);
+    before = g.add(before, g.select(g.lt(g.idx(w), warp), v, g.i32(0)));
+  }
+  gpu::BarrierOp::create(g.b, g.loc);
+  return {g.sub(g.add(before, incl), one), total};
 }
 
 //===----------------------------------------------------------------------===//
@@ -229,7 +251,7 @@ void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
 /// reads, where it writes (block `j` of the row's output goes to
 /// `out[at + j]`), and the row's scored range [lo, lo + m), k kept.
 struct SelectRow {
-  Value keys, hist, ctl, score, dense, out, tid;
+  Value keys, hist, ctl, warpSums, score, dense, out, tid;
   Value lo, m, k, at;
 };
 
@@ -422,7 +444,6 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
   // Ties at the threshold: the first `remaining` by position, ranked with a
   // CTA-wide scan per round of kSelectThreads positions.
   g.ifThen(g.notI(t.done), [&](Gen &x) {
-    Value lane = x.remU(R.tid, x.idx(32)), warp = x.divU(R.tid, x.idx(32));
     Value rounds = x.ceilDiv(R.m, x.idx(kSelectThreads));
     x.forLoop(
         x.idx(0), rounds, {x.i32(0)},
@@ -432,21 +453,8 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
           Value tie = y.andI(y.lt(i, R.m),
                              y.cmpI(arith::CmpIPredicate::eq,
                                     zext64(y, key), t.prefix));
-          Value one = y.select(tie, y.i32(1), y.i32(0));
-          Value incl = warpInclusiveSum(y, lane, one);
-          y.ifThen(y.cmpI(arith::CmpIPredicate::eq, lane, y.idx(31)),
-                   [&](Gen &z) {
-                     z.store(incl, R.ctl, z.add(warp, z.idx(kCtlWarpSums)));
-                   });
-          gpu::BarrierOp::create(y.b, y.loc);
-          Value before = y.i32(0), total = y.i32(0);
-          for (int64_t w = 0; w < kSelectWarps; ++w) {
-            Value v = y.load(R.ctl, y.idx(kCtlWarpSums + w));
-            total = y.add(total, v);
-            before = y.add(before, y.select(y.lt(y.idx(w), warp), v,
-                                            y.i32(0)));
-          }
-          Value rank = y.sub(y.add(y.add(acc[0], before), incl), one);
+          auto [rank, total] = ctaRank(y, R.tid, tie, R.warpSums);
+          rank = y.add(acc[0], rank);
           y.ifThen(y.andI(tie, y.cmpI(arith::CmpIPredicate::slt, rank,
                                       t.remaining)),
                    [&](Gen &z) {
@@ -455,7 +463,6 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
                      z.store(sortKeyOf(z, key, i), R.keys,
                              z.toIndex(slot));
                    });
-          gpu::BarrierOp::create(y.b, y.loc);
           return {y.add(acc[0], total)};
         });
   });
@@ -625,6 +632,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   Value keys = sharedBuffer(func, kSortCapacity, b.getI64Type());
   Value hist = sharedBuffer(func, kRadixBins, i32);
   Value ctl = sharedBuffer(func, kCtlWords, i32);
+  Value warpSums = sharedBuffer(func, kSelectWarps, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value score = func.getArgument(3);
@@ -694,7 +702,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
           copy(x, row.hi, row.end,
                x.sub(x.add(offset, row.budget), x.idx(eos)));
           Value k = x.sub(row.budget, x.idx(bos + eos));
-          SelectRow R{keys, hist, ctl, score, dense, out, tid, row.lo,
+          SelectRow R{keys, hist, ctl, warpSums, score, dense, out, tid, row.lo,
                       x.sub(row.hi, row.lo), k, x.add(offset, x.idx(bos))};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
@@ -724,16 +732,11 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   });
   gpu::ReturnOp::create(b, loc);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.gridKind = "rows";
-  rec.threads = kSelectThreads;
-  rec.sharedBytes = kSortCapacity * 8 + (kRadixBins + kCtlWords) * 4;
-  rec.params = params;
-  rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf};
-  rec.writes = {outPtr, outIdx, ctx.statusBuffer()};
-  ctx.abi.kernels.push_back(rec);
+  recordRowKernel(
+      ctx, name, kSelectThreads,
+      kSortCapacity * 8 + (kRadixBins + kCtlWords + kSelectWarps) * 4, params,
+      {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf},
+      {outPtr, outIdx, ctx.statusBuffer()});
   return success();
 }
 
@@ -787,7 +790,6 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   Value status = func.getArgument(9);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
   Value limit = g.minU(g.extent(dense), g.extent(out));
   UnionRow U;
   for (int side = 0; side < 2; ++side) {
@@ -850,24 +852,11 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
                    return {x.i32(-1), x.cmpI(arith::CmpIPredicate::ne,
                                              x.i32(0), x.i32(0))};
                  });
-             Value one = y.select(entry[1], y.i32(1), y.i32(0));
-             Value incl = warpInclusiveSum(y, lane, one);
-             y.ifThen(y.cmpI(arith::CmpIPredicate::eq, lane, y.idx(31)),
-                      [&](Gen &z) { z.store(incl, ctl, warp); });
-             gpu::BarrierOp::create(y.b, y.loc);
-             Value before = y.i32(0), total = y.i32(0);
-             for (int64_t w = 0; w < kSelectWarps; ++w) {
-               Value v = y.load(ctl, y.idx(w));
-               total = y.add(total, v);
-               before =
-                   y.add(before, y.select(y.lt(y.idx(w), warp), v, y.i32(0)));
-             }
-             Value rank = y.toIndex(y.sub(y.add(y.add(acc[0], before), incl),
-                                          one));
-             y.ifThen(y.andI(entry[1], y.lt(rank, room)), [&](Gen &z) {
-               z.store(entry[0], out, z.add(row.start, rank));
+             auto [rank, total] = ctaRank(y, tid, entry[1], ctl);
+             Value at = y.toIndex(y.add(acc[0], rank));
+             y.ifThen(y.andI(entry[1], y.lt(at, room)), [&](Gen &z) {
+               z.store(entry[0], out, z.add(row.start, at));
              });
-             gpu::BarrierOp::create(y.b, y.loc);
              return {y.add(acc[0], total)};
            })
           .getResult(0);
@@ -887,18 +876,11 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.gridKind = "rows";
-  rec.threads = kSelectThreads;
-  rec.sharedBytes = kSelectWarps * 4;
-  rec.params = params;
-  rec.reads = {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
-               params[3].name, params[4].name, params[5].name,
-               params[6].name};
-  rec.writes = {merged.str(), counts.str(), ctx.statusBuffer()};
-  ctx.abi.kernels.push_back(rec);
+  recordRowKernel(ctx, name, kSelectThreads, kSelectWarps * 4, params,
+                  {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
+                   params[3].name, params[4].name, params[5].name,
+                   params[6].name},
+                  {merged.str(), counts.str(), ctx.statusBuffer()});
 }
 
 /// Kernel 2: per row, its merged blocks after the counts of earlier rows in
@@ -966,16 +948,10 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.gridKind = "rows";
-  rec.threads = kSelectThreads;
-  rec.params = params;
-  rec.reads = {abi::kDenseIndptr.str(), merged.str(), counts.str()};
-  rec.writes = {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
-                ctx.statusBuffer()};
-  ctx.abi.kernels.push_back(rec);
+  recordRowKernel(ctx, name, kSelectThreads, 0, params,
+                  {abi::kDenseIndptr.str(), merged.str(), counts.str()},
+                  {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
+                   ctx.statusBuffer()});
 }
 
 } // namespace

@@ -92,7 +92,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // 64-bit keys sorted (a 64-bit shuffle; upstream splits it into two 32-bit
 // ones).
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<20xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK: gpu.all_reduce maxui
 // CHECK: gpu.all_reduce minui
