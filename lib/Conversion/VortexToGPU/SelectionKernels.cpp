@@ -56,6 +56,9 @@ Value scoreKey(Gen &g, Value score) {
                       g.i32(static_cast<int32_t>(0x80000000u))));
 }
 
+Value falseValue(Gen &g) {
+  return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(false));
+}
 Value zext64(Gen &g, Value v) {
   return arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), v);
 }
@@ -201,10 +204,11 @@ void compareExchange(Gen &g, Value keys, Value t, Value stride, Value size) {
   g.store(keepOf(g, a1, a0, false, desc), keys, j);
 }
 
-/// for (v = init; cond(v); v = next(v)) body(v), all uniform over the CTA.
-void whileLoop(Gen &g, Value init, function_ref<Value(Gen &, Value)> cond,
-               function_ref<Value(Gen &, Value)> bodyAndNext) {
-  scf::WhileOp::create(
+/// for (v = init; cond(v); v = next(v)) body(v), all uniform over the CTA;
+/// returns the final v.
+Value whileLoop(Gen &g, Value init, function_ref<Value(Gen &, Value)> cond,
+                function_ref<Value(Gen &, Value)> bodyAndNext) {
+  return scf::WhileOp::create(
       g.b, g.loc, TypeRange{g.b.getIndexType()}, ValueRange{init},
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Gen w{nb, l};
@@ -213,7 +217,8 @@ void whileLoop(Gen &g, Value init, function_ref<Value(Gen &, Value)> cond,
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Gen w{nb, l};
         scf::YieldOp::create(nb, l, bodyAndNext(w, a[0]));
-      });
+      })
+      .getResult(0);
 }
 
 /// Sorts keys[0, P) descending, P a power of two (pair-indexed stages, one
@@ -261,14 +266,18 @@ struct KeySource {
   const SelectRow &R;
   SmallVector<Value> regs;
 
+  /// The score key of scored position i, read from global memory.
+  static Value load(Gen &g, const SelectRow &R, Value i) {
+    return scoreKey(g, g.load(R.score, g.add(R.lo, i)));
+  }
+
   /// Loads every key this thread holds into registers.
   static KeySource inRegisters(Gen &g, const SelectRow &R) {
     KeySource src{R, {}};
     Value last = g.sub(R.m, g.idx(1));
-    for (int64_t e = 0; e < kRegisterKeys; ++e) {
-      Value i = g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last);
-      src.regs.push_back(scoreKey(g, g.load(R.score, g.add(R.lo, i))));
-    }
+    for (int64_t e = 0; e < kRegisterKeys; ++e)
+      src.regs.push_back(
+          load(g, R, g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last)));
     return src;
   }
 
@@ -278,7 +287,7 @@ struct KeySource {
     if (regs.empty()) {
       strided(g, g.idx(0), R.m, R.tid, kSelectThreads, {},
               [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
-                body(x, scoreKey(x, x.load(R.score, x.add(R.lo, i))), i);
+                body(x, load(x, R, i), i);
                 return {};
               });
       return;
@@ -292,8 +301,7 @@ struct KeySource {
   /// The key at position i = round * kSelectThreads + tid (i < m).
   Value keyOfRound(Gen &g, Value round, Value i) const {
     if (regs.empty()) {
-      Value safe = g.minI(i, g.sub(R.m, g.idx(1)));
-      return scoreKey(g, g.load(R.score, g.add(R.lo, safe)));
+      return load(g, R, g.minI(i, g.sub(R.m, g.idx(1))));
     }
     Value key = regs[0];
     for (int64_t e = 1; e < kRegisterKeys; ++e)
@@ -320,8 +328,7 @@ void findDigit(Gen &g, const SelectRow &R, Value remaining) {
   Value here = g.andI(g.cmpI(arith::CmpIPredicate::slt, excl, remaining),
                       g.cmpI(arith::CmpIPredicate::sle, remaining, incl));
   g.ifThen(here, [&](Gen &x) {
-    Value acc = excl, found = x.cmpI(arith::CmpIPredicate::ne, x.i32(0),
-                                     x.i32(0));
+    Value acc = excl, found = falseValue(x);
     Value digit = x.i32(0), left = x.i32(0), count = x.i32(0);
     for (int64_t j = 0; j < 8; ++j) {
       Value hit = x.andI(x.notI(found),
@@ -357,7 +364,7 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
         strided(g, g.idx(0), R.m, R.tid, kSelectThreads,
                 {g.i32(0), g.i32(-1)},
                 [&](Gen &x, Value i, ValueRange acc) -> SmallVector<Value> {
-                  Value key = scoreKey(x, x.load(R.score, x.add(R.lo, i)));
+                  Value key = KeySource::load(x, R, i);
                   return {arith::MaxUIOp::create(x.b, x.loc, acc[0], key),
                           arith::MinUIOp::create(x.b, x.loc, acc[1], key)};
                 });
@@ -378,10 +385,9 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
   Value prefix0 = shl(g, shr(g, zext64(g, maxKey), low0), low0);
 
   Type i64 = g.b.getI64Type(), i32 = g.b.getI32Type(), i1 = g.b.getI1Type();
-  Value notDone = g.cmpI(arith::CmpIPredicate::ne, g.i32(0), g.i32(0));
   auto loop = scf::WhileOp::create(
       g.b, g.loc, TypeRange{i64, i64, i32, i1},
-      ValueRange{low0, prefix0, g.toI32(R.k), notDone},
+      ValueRange{low0, prefix0, g.toI32(R.k), falseValue(g)},
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Gen w{nb, l};
         Value more = w.andI(w.notI(a[3]),
@@ -427,6 +433,12 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
           loop.getResult(3)};
 }
 
+/// Appends the sort key of (key, i) to the gathered keys (an atomic slot).
+void pushKey(Gen &g, const SelectRow &R, Value key, Value i) {
+  Value slot = atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1));
+  g.store(sortKeyOf(g, key, i), R.keys, g.toIndex(slot));
+}
+
 /// Gathers the row's k best keys (unordered) into keys[0, k).
 void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
   const SelectRow &R = src.R;
@@ -436,10 +448,7 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
     Value keep =
         x.orI(x.cmpI(arith::CmpIPredicate::ugt, high, target),
               x.andI(t.done, x.cmpI(arith::CmpIPredicate::eq, high, target)));
-    x.ifThen(keep, [&](Gen &y) {
-      Value slot = atomicAdd(y, R.ctl, y.idx(kCtlSlots), y.i32(1));
-      y.store(sortKeyOf(y, key, i), R.keys, y.toIndex(slot));
-    });
+    x.ifThen(keep, [&](Gen &y) { pushKey(y, R, key, i); });
   });
   // Ties at the threshold: the first `remaining` by position, ranked with a
   // CTA-wide scan per round of kSelectThreads positions.
@@ -457,12 +466,7 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
           rank = y.add(acc[0], rank);
           y.ifThen(y.andI(tie, y.cmpI(arith::CmpIPredicate::slt, rank,
                                       t.remaining)),
-                   [&](Gen &z) {
-                     Value slot =
-                         atomicAdd(z, R.ctl, z.idx(kCtlSlots), z.i32(1));
-                     z.store(sortKeyOf(z, key, i), R.keys,
-                             z.toIndex(slot));
-                   });
+                   [&](Gen &z) { pushKey(z, R, key, i); });
           return {y.add(acc[0], total)};
         });
   });
@@ -497,17 +501,9 @@ void sortAndWrite(Gen &g, const SelectRow &R) {
       },
       [&](Gen &x) -> SmallVector<Value> {
         // P = the next power of two >= k, padded with 0 keys (sorted last).
-        auto pw = scf::WhileOp::create(
-            x.b, x.loc, TypeRange{x.b.getIndexType()}, ValueRange{x.idx(1)},
-            [&](OpBuilder &nb, Location l, ValueRange a) {
-              Gen w{nb, l};
-              scf::ConditionOp::create(nb, l, w.lt(a[0], R.k), a);
-            },
-            [&](OpBuilder &nb, Location l, ValueRange a) {
-              Gen w{nb, l};
-              scf::YieldOp::create(nb, l, w.mul(a[0], w.idx(2)));
-            });
-        Value P = pw.getResult(0);
+        Value P = whileLoop(
+            x, x.idx(1), [&](Gen &w, Value p) { return w.lt(p, R.k); },
+            [&](Gen &w, Value p) { return w.mul(p, w.idx(2)); });
         strided(x, R.k, P, R.tid, kSelectThreads, {},
                 [&](Gen &y, Value i, ValueRange) -> SmallVector<Value> {
                   y.store(y.i64(0), R.keys, i);
@@ -562,20 +558,16 @@ void emitSelection(Gen &g, const SelectRow &R) {
                    y.store(y.i32(0), R.ctl, y.idx(kCtlSlots));
                  });
         gpu::BarrierOp::create(x.b, x.loc);
+        auto gather = [&](Gen &y, const KeySource &src) {
+          gatherSelected(y, src, radixThreshold(y, src));
+          return SmallVector<Value>();
+        };
         x.ifElse(
             x.cmpI(arith::CmpIPredicate::sle, R.m,
                    x.idx(kRegisterKeys * kSelectThreads)),
             {},
-            [&](Gen &y) -> SmallVector<Value> {
-              KeySource src = KeySource::inRegisters(y, R);
-              gatherSelected(y, src, radixThreshold(y, src));
-              return {};
-            },
-            [&](Gen &y) -> SmallVector<Value> {
-              KeySource src{R, {}};
-              gatherSelected(y, src, radixThreshold(y, src));
-              return {};
-            });
+            [&](Gen &y) { return gather(y, KeySource::inRegisters(y, R)); },
+            [&](Gen &y) { return gather(y, KeySource{R, {}}); });
         sortAndWrite(x, R);
         return {};
       },
@@ -583,6 +575,42 @@ void emitSelection(Gen &g, const SelectRow &R) {
         argmaxSelection(x, R);
         return {};
       });
+}
+
+/// The sum over the rows before `r` of `countOf(q)` (every thread calls it:
+/// a CTA reduction): row r's offset in the sparse list.
+Value offsetOfRow(Gen &g, Value r, Value tid,
+                  function_ref<Value(Gen &, Value)> countOf) {
+  Value partial =
+      strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
+              [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
+                return {x.add(acc[0], x.toI32(countOf(x, q)))};
+              })
+          .getResult(0);
+  return g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+}
+
+/// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
+void storeSparseIndptr(Gen &g, Value sparsePtr, Value r, Value end) {
+  g.store(g.toI32(end), sparsePtr, g.add(r, g.idx(1)));
+  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, r, g.idx(0)),
+           [&](Gen &y) { y.store(y.i32(0), sparsePtr, y.idx(0)); });
+}
+
+/// Records row r's malformed dense_kv_indptr (the guard); one thread.
+void recordBadIndptr(Gen &g, Value status, Value indptr, Value r) {
+  g.recordStatus(status, abi::kBadIndptr,
+                 g.toIndex(g.load(indptr, g.add(r, g.idx(1)))), r);
+}
+
+/// buffer[i] as an index if i is within the buffer, else 0.
+Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
+  return g.ifElse(
+      g.lt(i, g.extent(buffer)), g.b.getIndexType(),
+      [&](Gen &x) -> SmallVector<Value> {
+        return {x.toIndex(x.load(buffer, i))};
+      },
+      [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
 }
 
 /// Memrefs in shared memory.
@@ -666,15 +694,10 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
             });
   } else {
     // This row's offset in the sparse list: the kept counts of earlier rows.
-    Value partial =
-        strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
-                [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
-                  RowInfo other = rowInfo(x, cfg, indptr, q, limit);
-                  return {x.add(acc[0],
-                                x.toI32(x.minI(other.n, other.budget)))};
-                })
-            .getResult(0);
-    offset = g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+    offset = offsetOfRow(g, r, tid, [&](Gen &x, Value q) {
+      RowInfo other = rowInfo(x, cfg, indptr, q, limit);
+      return x.minI(other.n, other.budget);
+    });
     // Guard: rows of a malformed indptr may overlap once clamped, and their
     // kept counts then sum past sparse_kv_indices; such a row writes
     // nothing. Uniform over the CTA (offset is a CTA-wide sum), so its
@@ -682,9 +705,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
                   g.extent(out));
     g.ifThen(first, [&](Gen &x) {
-      x.store(x.toI32(x.add(offset, count)), outCounts, x.add(r, x.idx(1)));
-      x.ifThen(x.cmpI(arith::CmpIPredicate::eq, r, x.idx(0)),
-               [&](Gen &y) { y.store(y.i32(0), outCounts, y.idx(0)); });
+      storeSparseIndptr(x, outCounts, r, x.add(offset, count));
     });
   }
   auto copy = [&](Gen &x, Value from, Value to, Value at) {
@@ -726,10 +747,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
       g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, g.idx(0))),
              g.idx(0)));
   Value ok = g.andI(g.andI(fits, endsRight), g.andI(row.exact, startsAtZero));
-  g.ifThen(g.andI(first, g.notI(ok)), [&](Gen &y) {
-    y.recordStatus(status, abi::kBadIndptr,
-                   y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
-  });
+  g.ifThen(g.andI(first, g.notI(ok)),
+           [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
   gpu::ReturnOp::create(b, loc);
 
   recordRowKernel(
@@ -801,13 +820,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   // A count the tables' kernel did not write (a row past its counts) is 0;
   // any count is clamped to the row.
   for (int side = 0; side < 2; ++side) {
-    Value lens = func.getArgument(4 + 2 * side);
-    Value len = g.ifElse(
-        g.lt(r, g.extent(lens)), b.getIndexType(),
-        [&](Gen &x) -> SmallVector<Value> {
-          return {x.toIndex(x.load(lens, r))};
-        },
-        [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
+    Value len = loadIndexOrZero(g, func.getArgument(4 + 2 * side), r);
     U.lens[side] = g.minI(g.maxI(len, g.idx(0)), row.n);
   }
   Value hasBlocks = g.cmpI(arith::CmpIPredicate::sgt, row.n, g.idx(0));
@@ -833,8 +846,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
                    // Seen earlier in the concatenation?
                    Value seen =
                        x.forLoop(x.idx(0), j,
-                                 {x.cmpI(arith::CmpIPredicate::ne, x.i32(0),
-                                         x.i32(0))},
+                                 {falseValue(x)},
                                  [&](Gen &z, Value i, ValueRange f)
                                      -> SmallVector<Value> {
                                    Value same = z.cmpI(arith::CmpIPredicate::eq,
@@ -849,8 +861,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
                    return {id, keep};
                  },
                  [&](Gen &x) -> SmallVector<Value> {
-                   return {x.i32(-1), x.cmpI(arith::CmpIPredicate::ne,
-                                             x.i32(0), x.i32(0))};
+                   return {x.i32(-1), falseValue(x)};
                  });
              auto [rank, total] = ctaRank(y, tid, entry[1], ctl);
              Value at = y.toIndex(y.add(acc[0], rank));
@@ -869,10 +880,8 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
       y.store(y.toI32(y.select(hasBlocks, y.add(used, y.idx(1)), used)),
               outCounts, r);
     });
-    x.ifThen(x.notI(row.exact), [&](Gen &y) {
-      y.recordStatus(status, abi::kBadIndptr,
-                     y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
-    });
+    x.ifThen(x.notI(row.exact),
+             [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
   });
   gpu::ReturnOp::create(b, loc);
 
@@ -910,33 +919,20 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
   // Counts come from kernel 1; clamped again so no read leaves a row.
   auto countOf = [&](Gen &x, Value q) {
     RowInfo other = rowInfo(x, ctx.config, indptr, q, limit);
-    Value c = x.ifElse(
-        x.lt(q, x.extent(inCounts)), x.b.getIndexType(),
-        [&](Gen &y) -> SmallVector<Value> {
-          return {y.toIndex(y.load(inCounts, q))};
-        },
-        [&](Gen &y) -> SmallVector<Value> { return {y.idx(0)}; })[0];
+    Value c = loadIndexOrZero(x, inCounts, q);
     return std::make_pair(other, x.minI(x.maxI(c, x.idx(0)), other.n));
   };
-  Value partial =
-      strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
-              [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
-                return {x.add(acc[0], x.toI32(countOf(x, q).second))};
-              })
-          .getResult(0);
-  Value offset = g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+  Value offset = offsetOfRow(g, r, tid, [&](Gen &x, Value q) {
+    return countOf(x, q).second;
+  });
   auto [row, count] = countOf(g, r);
   Value fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
                       g.extent(sparse));
   Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
   g.ifThen(first, [&](Gen &x) {
-    x.store(x.toI32(x.add(offset, count)), sparsePtr, x.add(r, x.idx(1)));
-    x.ifThen(x.cmpI(arith::CmpIPredicate::eq, r, x.idx(0)),
-             [&](Gen &y) { y.store(y.i32(0), sparsePtr, y.idx(0)); });
-    x.ifThen(x.notI(fits), [&](Gen &y) {
-      y.recordStatus(status, abi::kBadIndptr,
-                     y.toIndex(y.load(indptr, y.add(r, y.idx(1)))), r);
-    });
+    storeSparseIndptr(x, sparsePtr, r, x.add(offset, count));
+    x.ifThen(x.notI(fits),
+             [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
   });
   g.ifThen(fits, [&](Gen &x) {
     strided(x, x.idx(0), count, tid, kSelectThreads, {},
