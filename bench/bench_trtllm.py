@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List
+from typing import Dict
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_indexer import Sets, graph_of, l2_bytes, run_ours  # noqa: E402
+from bench_indexer import (Sets, compare_selection, graph_of,  # noqa: E402
+                           l2_bytes, run_ours, time_cuda)
 
 from vortex import reference as npref  # noqa: E402
 from vortex import runtime  # noqa: E402
@@ -86,24 +87,9 @@ def torch_select(S: Sets, i: int, scores, bos: int, eos: int) -> None:
     s["sp"].copy_(indptr.to(torch.int32))
 
 
-def rows_of(sp: torch.Tensor, si: torch.Tensor) -> List[set]:
-    sp, si = sp.cpu().tolist(), si.cpu().tolist()
-    return [set(si[sp[r]:sp[r + 1]]) for r in range(len(sp) - 1)]
-
-
 def time_graph(g, reps: int) -> float:
     """Median µs per step of a graph of K_STEPS steps."""
-    times = []
-    for _ in range(reps + 3):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / K_STEPS)
-    times = sorted(times[3:])
-    return times[len(times) // 2]
+    return time_cuda(g.replay, reps, 3) * 1e3 / K_STEPS
 
 
 def main(argv=None) -> int:
@@ -129,7 +115,7 @@ def main(argv=None) -> int:
                      if "_trtllm" not in k.kernel and "_union" not in k.kernel]
     print("| B | rows | ours step µs | torch step µs | torch/ours | "
           "ours selection µs (step - score) | torch selection µs | "
-          "torch/ours | rows same set |")
+          "torch/ours | selection: ours vs torch |")
     print("|---|---|---|---|---|---|---|---|---|")
     for B in args.batch:
         R, n = B * args.heads, args.n
@@ -139,10 +125,9 @@ def main(argv=None) -> int:
         scores = [torch_scores(S, i, cfg.head_dim) for i in range(n_sets)]
         # Same data, both selections.
         run_ours(flow, S, 0)
-        ours = rows_of(S.sets[0]["sp"], S.sets[0]["si"])
+        ours = (S.sets[0]["sp"].clone(), S.sets[0]["si"].clone())
         torch_select(S, 0, scores[0], cfg.bos, cfg.eos)
-        peer = rows_of(S.sets[0]["sp"], S.sets[0]["si"])
-        same = sum(a == b for a, b in zip(ours, peer))
+        same = compare_selection(*ours, S.sets[0]["sp"], S.sets[0]["si"], R)
         t: Dict[str, float] = {}
         for name, fn in (
                 ("ours", lambda i: run_ours(flow, S, i)),
@@ -158,7 +143,7 @@ def main(argv=None) -> int:
         print(f"| {B} | {R} | {t['ours']:.1f} | {t['torch']:.1f} | "
               f"{t['torch'] / t['ours']:.2f} | {sel:.1f} | "
               f"{t['torch_sel']:.1f} | {t['torch_sel'] / sel:.2f} | "
-              f"{same}/{R} |")
+              f"{same} |")
         torch.cuda.empty_cache()
     return 0
 

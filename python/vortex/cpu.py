@@ -27,8 +27,8 @@ import numpy as np
 
 from . import compiler
 from .compiler import VortexCompileError, find_tool
-from .manifest import (Manifest, budget, check_csr, resolve_symbols,
-                       validate_step)
+from .manifest import (Manifest, budget, check_csr, check_slot_map,
+                       check_slots, resolve_symbols, validate_step)
 
 __all__ = ["CPUFlow", "CompiledFlow", "FlowInfo", "VortexCompileError",
            "compile_flow", "find_tool", "load"]
@@ -276,29 +276,15 @@ class CompiledFlow:
                     f"block_ids: block id {ids[i]} at position {i} is out of "
                     f"range [0, {num_blocks}) (num_blocks = cache['k'].shape[0])")
         args["block_ids"] = ids
-        slotted = self.manifest.symbols.get("num_slots")
-        if slotted is None:
-            if slot_of_ptr is not None:
-                raise ValueError("slot_of_ptr: this flow has no slotted "
-                                 "fields")
-        else:
-            if slot_of_ptr is None:
-                raise ValueError(f"slot_of_ptr: required (the flow has "
-                                 f"slotted fields, e.g. {slotted!r})")
+        slotted = check_slot_map(self.manifest, slot_of_ptr is not None)
+        if slotted is not None:
             slots = _as_index_array("slot_of_ptr", slot_of_ptr)
             if slots.shape != (num_blocks,):
                 raise ValueError(f"slot_of_ptr: expected shape ({num_blocks},) "
                                  f"(num_blocks = cache['k'].shape[0]), got "
                                  f"{tuple(slots.shape)}")
-            num_slots = int(np.asarray(args[slotted]).shape[0])
-            used = slots[ids] if ids.size else slots[:0]
-            bad = used >= num_slots
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(
-                    f"slot_of_ptr: slot {used[i]} of block {ids[i]} is out of "
-                    f"range [0, {num_slots}) (num_slots = cache[{slotted!r}]"
-                    ".shape[0]); a slot < 0 skips the block")
+            check_slots(slots, ids, int(np.asarray(args[slotted]).shape[0]),
+                        f"cache[{slotted!r}]")
             args["slot_of_ptr"] = slots
         self.runtime.run_step("cache", args)
 

@@ -209,19 +209,25 @@ class SelectionStats:
         self.order_ties = 0
 
 
+def indptr_problem(got_sp: np.ndarray, ref_sp: np.ndarray) -> Optional[str]:
+    """Where the sparse_kv_indptr differs from the reference's, if it does."""
+    if got_sp.shape == ref_sp.shape and (got_sp == ref_sp).all():
+        return None
+    diff = np.nonzero(got_sp != ref_sp)[0] if got_sp.shape == ref_sp.shape \
+        else []
+    return (f"sparse_kv_indptr differs (first at {list(diff[:5])}): got "
+            f"{got_sp[:12].tolist()}..., want {ref_sp[:12].tolist()}...")
+
+
 def compare_selection(got_sp: np.ndarray, got_si: np.ndarray,
                       ref_sp: np.ndarray, ref_si: np.ndarray,
                       score: np.ndarray, indptr: np.ndarray,
                       indices: np.ndarray, cfg: npref.Config,
                       check_order: bool, stats: SelectionStats) -> List[str]:
     problems: List[str] = []
-    if got_sp.shape != ref_sp.shape or (got_sp != ref_sp).any():
-        diff = np.nonzero(got_sp != ref_sp)[0] if got_sp.shape == ref_sp.shape \
-            else []
-        problems.append(f"sparse_kv_indptr differs (first at {list(diff[:5])}): "
-                        f"got {got_sp[:12].tolist()}..., want "
-                        f"{ref_sp[:12].tolist()}...")
-        return problems
+    indptr = indptr_problem(got_sp, ref_sp)
+    if indptr:
+        return [indptr]
     end = int(ref_sp[-1])
     unwritten = np.nonzero(got_si[:end] == POISON)[0]
     if len(unwritten):
@@ -304,12 +310,10 @@ def compare_exact(got_sp: np.ndarray, got_si: np.ndarray,
     if not integer:
         return ["a union's selection is compared exactly, on exact scores: "
                 "run with --integer-data"]
+    indptr = indptr_problem(got_sp, ref_sp)
+    if indptr:
+        return [indptr]
     problems: List[str] = []
-    if got_sp.shape != ref_sp.shape or (got_sp != ref_sp).any():
-        diff = np.nonzero(got_sp != ref_sp)[0] if got_sp.shape == ref_sp.shape \
-            else []
-        return [f"sparse_kv_indptr differs (first at {list(diff[:5])}): got "
-                f"{got_sp[:12].tolist()}..., want {ref_sp[:12].tolist()}..."]
     for r in range(len(ref_sp) - 1):
         stats.rows += 1
         got = got_si[got_sp[r]:got_sp[r + 1]]

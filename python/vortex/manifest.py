@@ -690,6 +690,34 @@ def validate_step(manifest: Manifest, step: str, tensors: Mapping[str, Any],
     return symbols
 
 
+def check_slot_map(manifest: "Manifest", given: bool) -> Optional[str]:
+    """A flow with slotted fields needs `slot_of_ptr`, any other refuses it
+    (docs/contract.md, "Slotted fields"). Returns the field that binds
+    num_slots (None without slotted fields); raises ValueError naming
+    slot_of_ptr."""
+    slotted = manifest.symbols.get("num_slots")
+    if slotted is None and given:
+        raise ValueError("slot_of_ptr: this flow has no slotted fields")
+    if slotted is not None and not given:
+        raise ValueError(f"slot_of_ptr: required (the flow has slotted "
+                         f"fields, e.g. {slotted!r})")
+    return slotted
+
+
+def check_slots(slots: Sequence[int], block_ids: Sequence[int],
+                num_slots: int, field: str) -> None:
+    """The slots of the completed blocks (host lists or arrays): each < 0
+    (the block is skipped) or in [0, num_slots). Raises ValueError naming
+    slot_of_ptr."""
+    for b in block_ids:
+        s = int(slots[int(b)])
+        if s >= num_slots:
+            raise ValueError(
+                f"slot_of_ptr: slot {s} of block {int(b)} is out of range "
+                f"[0, {num_slots}) (num_slots = {field}.shape[0]); a slot "
+                "< 0 skips the block")
+
+
 def check_csr(indptr: Sequence[int], indices: Sequence[int],
               num_blocks: int, rows: Optional[int] = None,
               unique: bool = False, indptr_name: str = "dense_kv_indptr",

@@ -36,7 +36,8 @@ import torch
 
 from . import native
 from .cpu import CPUFlow
-from .manifest import DTYPES, Manifest, budget, check_csr
+from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
+                       check_slots)
 
 __all__ = ["Flow", "load", "registered_ops"]
 
@@ -133,15 +134,8 @@ class _Op:
             args["block_ids"] = keep
             slotted = m.symbols.get("num_slots")
             if slotted is not None:
-                used = args["slot_of_ptr"][keep.long()]
-                num_slots = int(args[slotted].shape[0])
-                bad = used >= num_slots
-                if bool(bad.any()):
-                    i = int(bad.nonzero()[0, 0])
-                    raise ValueError(
-                        f"slot_of_ptr: slot {int(used[i])} of block "
-                        f"{int(keep[i])} is out of range [0, {num_slots}) "
-                        f"(num_slots = {slotted}.shape[0])")
+                check_slots(args["slot_of_ptr"].tolist(), keep.tolist(),
+                            int(args[slotted].shape[0]), slotted)
         self.cpu.run_step(self.step, args)
 
     def _cuda_impl(self, *tensors) -> None:
@@ -466,11 +460,7 @@ class Flow:
         if (block_ids is None) == (loc is None):
             raise ValueError("cache_step: pass exactly one of block_ids and "
                              "loc")
-        if self.slotted and slot_of_ptr is None:
-            raise ValueError("slot_of_ptr: required (the flow has slotted "
-                             "fields)")
-        if not self.slotted and slot_of_ptr is not None:
-            raise ValueError("slot_of_ptr: this flow has no slotted fields")
+        check_slot_map(self.manifest, slot_of_ptr is not None)
         if loc is not None:
             if num_kv_heads is None:
                 raise ValueError("num_kv_heads: required with loc")
