@@ -417,13 +417,14 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
     writes.push_back(st.buffer);
   }
   // The slotted fields' row count comes from the first one's extent.
-  if (!indexerSide && !ctx.abi.slotsDefinedBy.empty())
+  bool slotted = !indexerSide && !ctx.abi.slotsDefinedBy.empty();
+  if (slotted)
     bufferNames.insert(ctx.abi.slotsDefinedBy);
   for (const std::string &buf : bufferNames)
     params.push_back({buf, true, ctx.abi.tensors[buf].elementType});
   // A flow with slotted fields skips the blocks without a slot in every
   // cache kernel, so each reads the slot map.
-  if (!indexerSide && !ctx.abi.slotsDefinedBy.empty()) {
+  if (slotted) {
     slotMapArg = params.size();
     params.push_back({abi::kSlotOfPtr.str(), true, i32});
     reads.push_back(abi::kSlotOfPtr.str());
