@@ -23,7 +23,8 @@
 #                                         with T = 4 query tokens per row
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
-# "items-per-iteration=1"); VORTEX_ONLY=bench builds only the bench set.
+# "items-per-iteration=1"), VORTEX_COMPILE_OPTS to vortex-compile (for
+# example "--llvm-opt-level=0"); VORTEX_ONLY=bench builds only the bench set.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -41,7 +42,9 @@ variant() { # example name config-options outdir
     sed "s/vortex.flow @$base /vortex.flow @$name /" |
     "$BIN/vortex-opt" --vortex-fuse --vortex-pad --vortex-mask-padding \
       --convert-vortex-to-gpu="${VORTEX_GPU_OPTS:-}" > "$dir/$name.mlir"
-  "$BIN/vortex-compile" "$dir/$name.mlir" -o "$dir" --chip="$CHIP"
+  # shellcheck disable=SC2086 # VORTEX_COMPILE_OPTS is a list of options
+  "$BIN/vortex-compile" "$dir/$name.mlir" -o "$dir" --chip="$CHIP" \
+    ${VORTEX_COMPILE_OPTS:-}
   rm "$dir/$name.mlir"
 }
 

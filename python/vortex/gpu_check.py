@@ -225,9 +225,9 @@ def compare_selection(got_sp: np.ndarray, got_si: np.ndarray,
                       indices: np.ndarray, cfg: npref.Config,
                       check_order: bool, stats: SelectionStats) -> List[str]:
     problems: List[str] = []
-    indptr = indptr_problem(got_sp, ref_sp)
-    if indptr:
-        return [indptr]
+    bad_indptr = indptr_problem(got_sp, ref_sp)
+    if bad_indptr:
+        return [bad_indptr]
     end = int(ref_sp[-1])
     unwritten = np.nonzero(got_si[:end] == POISON)[0]
     if len(unwritten):

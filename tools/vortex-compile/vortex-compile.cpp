@@ -83,6 +83,11 @@ static cl::opt<std::string>
 static cl::opt<unsigned> optLevel("opt-level",
                                   cl::desc("LLVM and ptxas optimization level"),
                                   cl::init(3), cl::cat(category));
+static cl::opt<int> llvmOptLevel(
+    "llvm-opt-level",
+    cl::desc("LLVM optimization level alone (default: --opt-level); ptxas "
+             "optimizes the PTX again at --opt-level"),
+    cl::init(-1), cl::cat(category));
 static cl::opt<std::string>
     cudaPath("cuda-path",
              cl::desc("CUDA toolkit (libdevice, ptxas); default: $CUDA_HOME, "
@@ -372,7 +377,8 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   vortex::VortexNVVMPipelineOptions options;
   options.chip = chipName();
   options.features = features;
-  options.optLevel = optLevel;
+  options.optLevel = llvmOptLevel < 0 ? optLevel.getValue()
+                                      : static_cast<unsigned>(llvmOptLevel);
   options.cudaPath = cudaPath;
   // PTX in the gpu.binary; the cubin comes from our own ptxas run.
   options.format = "isa";

@@ -75,7 +75,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "cannot be laid out over them">,
     Option<"hoist", "hoist", "bool", "true",
            "let the plan compute a row's batched values once per row "
-           "(false: with every block)">
+           "(false: with every block)">,
+    Option<"topkCtasPerSM", "topk-ctas-per-sm", "int64_t", "0",
+           "CTAs per multiprocessor the top-k kernel's registers must allow "
+           "(nvvm.minctasm; 0: no bound)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -125,6 +125,8 @@ struct FlowContext {
   FlowConfigAttr config;
   gpu::GPUModuleOp module;
   int64_t ctasPerSM;
+  /// nvvm.minctasm of the top-k kernel (0: none).
+  int64_t topkCtasPerSM = 0;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;

@@ -30,8 +30,16 @@ constexpr int64_t kRadixBins = 256;
 /// score keys in registers (read once, all loads in flight); longer rows
 /// read them again from global memory in every pass.
 constexpr int64_t kRegisterKeys = 4;
-/// k up to this is sorted by warp 0 in registers (two keys per lane).
-constexpr int64_t kWarpSortSize = 64;
+/// k up to this is sorted by rank (each key counts the larger keys) in one
+/// pass without barriers; a larger k by a bitonic sort in shared memory.
+constexpr int64_t kRankSortSize = 512;
+/// Up to this many threads count one key's rank, each over a strided share.
+constexpr int64_t kRankThreadsPerKey = 8;
+/// Keys each counting thread compares per loop iteration (loads first).
+constexpr int64_t kRankUnroll = 8;
+/// The rank sort reads keys[0, roundUp(k, kRankPad)); the gather leaves
+/// keys[k, ...) at 0, which ranks below every key.
+constexpr int64_t kRankPad = kRankThreadsPerKey * kRankUnroll;
 
 /// The words of the `ctl` shared buffer.
 enum Ctl : int64_t {
@@ -118,6 +126,60 @@ Value warpInclusiveSum(Gen &g, Value lane, Value v) {
   return v;
 }
 
+/// `a op b` for the i32 reductions of ctaAllReduce.
+Value combine(Gen &g, gpu::AllReduceOperation op, Value a, Value b) {
+  switch (op) {
+  case gpu::AllReduceOperation::MAXUI:
+    return arith::MaxUIOp::create(g.b, g.loc, a, b);
+  case gpu::AllReduceOperation::MINUI:
+    return arith::MinUIOp::create(g.b, g.loc, a, b);
+  default:
+    return g.add(a, b);
+  }
+}
+
+/// Reduces each i32 of `values` by its op (ADD, MAXUI or MINUI) over the
+/// full CTA of kSelectThreads threads; every thread gets the results.
+/// Butterfly shuffles within each warp, the warps' partials through
+/// `scratch[v * kSelectWarps + warp]`, folded by every warp. Every thread
+/// must call it; it holds two barriers, so `scratch` is free again on
+/// return. (gpu.all_reduce also handles partial warps: code ptxas spends
+/// time on and this kernel never runs.)
+SmallVector<Value> ctaAllReduce(Gen &g, Value tid, ArrayRef<Value> values,
+                                ArrayRef<gpu::AllReduceOperation> ops,
+                                Value scratch) {
+  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
+  SmallVector<Value> partial(values);
+  for (int32_t offset = 16; offset > 0; offset /= 2)
+    for (auto [v, op] : llvm::zip(partial, ops))
+      v = combine(g, op, v,
+                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(0)), [&](Gen &z) {
+    for (auto [i, v] : llvm::enumerate(partial))
+      z.store(v, scratch, z.add(z.idx(i * kSelectWarps), warp));
+  });
+  gpu::BarrierOp::create(g.b, g.loc);
+  // Each warp folds the partials: lane l reads partial l % kSelectWarps,
+  // then butterflies within groups of kSelectWarps lanes.
+  static_assert(kSelectWarps <= 32 && (kSelectWarps & (kSelectWarps - 1)) == 0,
+                "the partials fit one warp");
+  Value slot = g.remU(lane, g.idx(kSelectWarps));
+  SmallVector<Value> result;
+  for (auto [i, op] : llvm::enumerate(ops))
+    result.push_back(
+        g.load(scratch, g.add(g.idx(i * kSelectWarps), slot)));
+  for (int32_t offset = kSelectWarps / 2; offset > 0; offset /= 2)
+    for (auto [v, op] : llvm::zip(result, ops))
+      v = combine(g, op, v,
+                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+  gpu::BarrierOp::create(g.b, g.loc);
+  return result;
+}
+
 /// The rank of this thread's `flag` among the set flags of the CTA, in
 /// thread order (an exclusive scan: warp scans, then the warp totals through
 /// `warpSums[0, kSelectWarps)` in shared memory), and their total. Every
@@ -145,49 +207,12 @@ std::pair<Value, Value> ctaRank(Gen &g, Value tid, Value flag,
 // Sorting the gathered keys (descending)
 //===----------------------------------------------------------------------===//
 
-Value shuffleXor64(Gen &g, Value key, int64_t offset) {
-  return gpu::ShuffleOp::create(g.b, g.loc, key, static_cast<int32_t>(offset),
-                                32, gpu::ShuffleMode::XOR)
-      .getShuffleResult();
-}
-
 /// Keeps the larger key at the lower index of descending blocks and the
 /// smaller one in ascending blocks.
 Value keepOf(Gen &g, Value mine, Value other, bool lower, Value desc) {
   Value big = arith::MaxUIOp::create(g.b, g.loc, mine, other);
   Value small = arith::MinUIOp::create(g.b, g.loc, mine, other);
   return lower ? g.select(desc, big, small) : g.select(desc, small, big);
-}
-
-/// A bitonic sort of 64 keys held by one warp, element `lane` in reg[0] and
-/// `lane + 32` in reg[1]; descending afterwards. No barrier.
-void warpBitonic64(Gen &g, Value lane, Value reg[2]) {
-  Value idx[2] = {lane, g.add(lane, g.idx(32))};
-  for (int64_t size = 2; size <= kWarpSortSize; size *= 2) {
-    Value desc[2];
-    for (int e = 0; e < 2; ++e)
-      desc[e] = g.cmpI(arith::CmpIPredicate::eq,
-                       arith::AndIOp::create(g.b, g.loc, idx[e], g.idx(size)),
-                       g.idx(0));
-    for (int64_t stride = size / 2; stride > 0; stride /= 2) {
-      if (stride == 32) {
-        // Both elements of the pair are in this lane.
-        Value a = keepOf(g, reg[0], reg[1], true, desc[0]);
-        Value c = keepOf(g, reg[1], reg[0], false, desc[0]);
-        reg[0] = a;
-        reg[1] = c;
-        continue;
-      }
-      Value lower = g.cmpI(
-          arith::CmpIPredicate::eq,
-          arith::AndIOp::create(g.b, g.loc, lane, g.idx(stride)), g.idx(0));
-      for (int e = 0; e < 2; ++e) {
-        Value other = shuffleXor64(g, reg[e], stride);
-        reg[e] = g.select(lower, keepOf(g, reg[e], other, true, desc[e]),
-                          keepOf(g, reg[e], other, false, desc[e]));
-      }
-    }
-  }
 }
 
 /// One bitonic compare-exchange in shared memory: pair `t` of a stage is
@@ -260,19 +285,24 @@ struct SelectRow {
   Value lo, m, k, at;
 };
 
-/// Where a row's score keys come from: registers (position tid + e *
-/// kSelectThreads in regs[e]) or, when `regs` is empty, global memory.
+/// A row's score keys: the first kRegisterKeys * kSelectThreads positions in
+/// registers (position tid + e * kSelectThreads in regs[e], read once, all
+/// loads in flight), any beyond them read again from global memory in every
+/// pass. One code path for every row length.
 struct KeySource {
   const SelectRow &R;
   SmallVector<Value> regs;
+
+  static constexpr int64_t kHeld = kRegisterKeys * kSelectThreads;
 
   /// The score key of scored position i, read from global memory.
   static Value load(Gen &g, const SelectRow &R, Value i) {
     return scoreKey(g, g.load(R.score, g.add(R.lo, i)));
   }
 
-  /// Loads every key this thread holds into registers.
-  static KeySource inRegisters(Gen &g, const SelectRow &R) {
+  /// Loads the keys this thread holds into registers (past the row: a copy
+  /// of its last key).
+  static KeySource get(Gen &g, const SelectRow &R) {
     KeySource src{R, {}};
     Value last = g.sub(R.m, g.idx(1));
     for (int64_t e = 0; e < kRegisterKeys; ++e)
@@ -284,30 +314,30 @@ struct KeySource {
   /// body(key, i) for every scored position i this thread holds. No
   /// barrier in the body.
   void forEach(Gen &g, function_ref<void(Gen &, Value, Value)> body) const {
-    if (regs.empty()) {
-      strided(g, g.idx(0), R.m, R.tid, kSelectThreads, {},
-              [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
-                body(x, load(x, R, i), i);
-                return {};
-              });
-      return;
-    }
     for (int64_t e = 0; e < kRegisterKeys; ++e) {
       Value i = g.add(R.tid, g.idx(e * kSelectThreads));
       g.ifThen(g.lt(i, R.m), [&](Gen &x) { body(x, regs[e], i); });
     }
+    strided(g, g.idx(kHeld), R.m, R.tid, kSelectThreads, {},
+            [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
+              body(x, load(x, R, i), i);
+              return {};
+            });
   }
 
   /// The key at position i = round * kSelectThreads + tid (i < m).
   Value keyOfRound(Gen &g, Value round, Value i) const {
-    if (regs.empty()) {
-      return load(g, R, g.minI(i, g.sub(R.m, g.idx(1))));
-    }
     Value key = regs[0];
     for (int64_t e = 1; e < kRegisterKeys; ++e)
       key = g.select(g.cmpI(arith::CmpIPredicate::eq, round, g.idx(e)),
                      regs[e], key);
-    return key;
+    Value held = g.lt(round, g.idx(kRegisterKeys));
+    return g.ifElse(held, {key.getType()},
+                    [&](Gen &) { return SmallVector<Value>{key}; },
+                    [&](Gen &x) {
+                      return SmallVector<Value>{
+                          load(x, R, x.minI(i, x.sub(R.m, x.idx(1))))};
+                    })[0];
   }
 };
 
@@ -357,29 +387,28 @@ struct Threshold {
 /// below the bits the row's maximum and minimum keys share.
 Threshold radixThreshold(Gen &g, const KeySource &src) {
   const SelectRow &R = src.R;
-  // The row's largest and smallest keys.
-  Value maxLocal, minLocal;
-  if (src.regs.empty()) {
-    auto bounds =
-        strided(g, g.idx(0), R.m, R.tid, kSelectThreads,
-                {g.i32(0), g.i32(-1)},
-                [&](Gen &x, Value i, ValueRange acc) -> SmallVector<Value> {
-                  Value key = KeySource::load(x, R, i);
-                  return {arith::MaxUIOp::create(x.b, x.loc, acc[0], key),
-                          arith::MinUIOp::create(x.b, x.loc, acc[1], key)};
-                });
-    maxLocal = bounds.getResult(0);
-    minLocal = bounds.getResult(1);
-  } else {
-    // Registers past the row hold a copy of its last key: harmless here.
-    maxLocal = minLocal = src.regs[0];
-    for (Value key : ArrayRef<Value>(src.regs).drop_front()) {
-      maxLocal = arith::MaxUIOp::create(g.b, g.loc, maxLocal, key);
-      minLocal = arith::MinUIOp::create(g.b, g.loc, minLocal, key);
-    }
+  // The row's largest and smallest keys. Registers past the row hold a
+  // copy of its last key: harmless here.
+  Value maxLocal = src.regs[0], minLocal = src.regs[0];
+  for (Value key : ArrayRef<Value>(src.regs).drop_front()) {
+    maxLocal = arith::MaxUIOp::create(g.b, g.loc, maxLocal, key);
+    minLocal = arith::MinUIOp::create(g.b, g.loc, minLocal, key);
   }
-  Value maxKey = ctaReduce(g, maxLocal, gpu::AllReduceOperation::MAXUI);
-  Value minKey = ctaReduce(g, minLocal, gpu::AllReduceOperation::MINUI);
+  auto bounds =
+      strided(g, g.idx(KeySource::kHeld), R.m, R.tid, kSelectThreads,
+              {maxLocal, minLocal},
+              [&](Gen &x, Value i, ValueRange acc) -> SmallVector<Value> {
+                Value key = KeySource::load(x, R, i);
+                return {arith::MaxUIOp::create(x.b, x.loc, acc[0], key),
+                        arith::MinUIOp::create(x.b, x.loc, acc[1], key)};
+              });
+  maxLocal = bounds.getResult(0);
+  minLocal = bounds.getResult(1);
+  SmallVector<Value> bound = ctaAllReduce(
+      g, R.tid, {maxLocal, minLocal},
+      {gpu::AllReduceOperation::MAXUI, gpu::AllReduceOperation::MINUI},
+      R.warpSums);
+  Value maxKey = bound[0], minKey = bound[1];
   Value low0 = zext64(
       g, bitLength(g, arith::XOrIOp::create(g.b, g.loc, maxKey, minKey)));
   Value prefix0 = shl(g, shr(g, zext64(g, maxKey), low0), low0);
@@ -479,24 +508,60 @@ void writePick(Gen &g, const SelectRow &R, Value key, Value j) {
   g.store(g.load(R.dense, g.add(R.lo, pos)), R.out, g.add(R.at, j));
 }
 
+/// k <= kRankSortSize: key j's place is the number of larger keys (the keys
+/// are distinct). s threads count it (s * k <= kSelectThreads, s a power of
+/// two up to kRankThreadsPerKey, adjacent lanes of one warp), each over
+/// every s-th key of keys[0, roundUp(k, kRankPad)), then sum by shuffles.
+/// One pass, no barrier: about k / s shared loads per thread where a
+/// bitonic sort takes log2(k)^2 / 2 barrier-separated stages.
+void rankSortAndWrite(Gen &g, const SelectRow &R) {
+  Value s = g.idx(1);
+  for (int64_t t = 2; t <= kRankThreadsPerKey; t *= 2)
+    s = g.select(g.cmpI(arith::CmpIPredicate::sle, R.k,
+                        g.idx(kSelectThreads / t)),
+                 g.idx(t), s);
+  Value j = g.divU(R.tid, s), part = g.remU(R.tid, s);
+  Value padded = g.mul(g.ceilDiv(R.k, g.idx(kRankPad)), g.idx(kRankPad));
+  Value mine = g.load(R.keys, g.minU(j, g.sub(padded, g.idx(1))));
+  Value stride = g.mul(s, g.idx(kRankUnroll));
+  Value rounds = g.divU(padded, stride);
+  Value larger =
+      g.forLoop(
+           g.idx(0), rounds, {g.i32(0)},
+           [&](Gen &x, Value round, ValueRange acc) -> SmallVector<Value> {
+             Value base = x.add(x.mul(round, stride), part);
+             SmallVector<Value> others;
+             for (int64_t u = 0; u < kRankUnroll; ++u)
+               others.push_back(
+                   x.load(R.keys, x.add(base, x.mul(s, x.idx(u)))));
+             Value sum = acc[0];
+             for (Value other : others)
+               sum = x.add(sum, arith::ExtUIOp::create(
+                                    x.b, x.loc, x.b.getI32Type(),
+                                    x.cmpI(arith::CmpIPredicate::ugt, other,
+                                           mine)));
+             return {sum};
+           })
+          .getResult(0);
+  // Every lane takes part in the shuffles; those past s add nothing.
+  for (int64_t off = 1; off < kRankThreadsPerKey; off *= 2) {
+    Value other = gpu::ShuffleOp::create(g.b, g.loc, larger,
+                                         static_cast<int32_t>(off), 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    larger = g.add(larger, g.select(g.lt(g.idx(off), s), other, g.i32(0)));
+  }
+  g.ifThen(g.andI(g.lt(j, R.k),
+                  g.cmpI(arith::CmpIPredicate::eq, part, g.idx(0))),
+           [&](Gen &x) { writePick(x, R, mine, x.toIndex(larger)); });
+}
+
 /// Sorts the k gathered keys and writes them in descending order.
 void sortAndWrite(Gen &g, const SelectRow &R) {
   g.ifElse(
-      g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kWarpSortSize)), {},
+      g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize)), {},
       [&](Gen &x) -> SmallVector<Value> {
-        x.ifThen(x.lt(R.tid, x.idx(32)), [&](Gen &y) {
-          Value idx[2] = {R.tid, y.add(R.tid, y.idx(32))};
-          Value reg[2];
-          for (int e = 0; e < 2; ++e)
-            reg[e] = y.select(y.lt(idx[e], R.k),
-                              y.load(R.keys, y.minI(idx[e], y.idx(
-                                                 kWarpSortSize - 1))),
-                              y.i64(0));
-          warpBitonic64(y, R.tid, reg);
-          for (int e = 0; e < 2; ++e)
-            y.ifThen(y.lt(idx[e], R.k),
-                     [&](Gen &z) { writePick(z, R, reg[e], idx[e]); });
-        });
+        rankSortAndWrite(x, R);
         return {};
       },
       [&](Gen &x) -> SmallVector<Value> {
@@ -557,17 +622,19 @@ void emitSelection(Gen &g, const SelectRow &R) {
                  [&](Gen &y) {
                    y.store(y.i32(0), R.ctl, y.idx(kCtlSlots));
                  });
+        // The rank sort's padding, beyond the k slots the gather fills.
+        x.ifThen(
+            x.cmpI(arith::CmpIPredicate::sle, R.k, x.idx(kRankSortSize)),
+            [&](Gen &y) {
+              Value padded =
+                  y.mul(y.ceilDiv(R.k, y.idx(kRankPad)), y.idx(kRankPad));
+              Value i = y.add(R.k, R.tid);
+              y.ifThen(y.lt(i, padded),
+                       [&](Gen &z) { z.store(z.i64(0), R.keys, i); });
+            });
         gpu::BarrierOp::create(x.b, x.loc);
-        auto gather = [&](Gen &y, const KeySource &src) {
-          gatherSelected(y, src, radixThreshold(y, src));
-          return SmallVector<Value>();
-        };
-        x.ifElse(
-            x.cmpI(arith::CmpIPredicate::sle, R.m,
-                   x.idx(kRegisterKeys * kSelectThreads)),
-            {},
-            [&](Gen &y) { return gather(y, KeySource::inRegisters(y, R)); },
-            [&](Gen &y) { return gather(y, KeySource{R, {}}); });
+        KeySource src = KeySource::get(x, R);
+        gatherSelected(x, src, radixThreshold(x, src));
         sortAndWrite(x, R);
         return {};
       },
@@ -579,7 +646,7 @@ void emitSelection(Gen &g, const SelectRow &R) {
 
 /// The sum over the rows before `r` of `countOf(q)` (every thread calls it:
 /// a CTA reduction): row r's offset in the sparse list.
-Value offsetOfRow(Gen &g, Value r, Value tid,
+Value offsetOfRow(Gen &g, Value r, Value tid, Value scratch,
                   function_ref<Value(Gen &, Value)> countOf) {
   Value partial =
       strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
@@ -587,7 +654,8 @@ Value offsetOfRow(Gen &g, Value r, Value tid,
                 return {x.add(acc[0], x.toI32(countOf(x, q)))};
               })
           .getResult(0);
-  return g.toIndex(ctaReduce(g, partial, gpu::AllReduceOperation::ADD));
+  return g.toIndex(ctaAllReduce(g, tid, {partial},
+                                {gpu::AllReduceOperation::ADD}, scratch)[0]);
 }
 
 /// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
@@ -657,10 +725,27 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
       {ctx.statusBuffer(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  // The selection's fixed decisions, and the register bound if one is asked.
+  func->setAttr(
+      "vortex.plan",
+      b.getDictionaryAttr(
+          {b.getNamedAttr("threads", b.getI64IntegerAttr(kSelectThreads)),
+           b.getNamedAttr("register_keys",
+                          b.getI64IntegerAttr(kRegisterKeys)),
+           b.getNamedAttr("radix_bits",
+                          b.getI64IntegerAttr(llvm::Log2_64(kRadixBins))),
+           b.getNamedAttr("rank_sort_max", b.getI64IntegerAttr(kRankSortSize)),
+           b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
+           b.getNamedAttr("ctas_per_sm",
+                          b.getI64IntegerAttr(ctx.topkCtasPerSM))}));
+  if (ctx.topkCtasPerSM > 0)
+    func->setAttr("nvvm.minctasm",
+                  b.getI32IntegerAttr(static_cast<int32_t>(ctx.topkCtasPerSM)));
   Value keys = sharedBuffer(func, kSortCapacity, b.getI64Type());
   Value hist = sharedBuffer(func, kRadixBins, i32);
   Value ctl = sharedBuffer(func, kCtlWords, i32);
-  Value warpSums = sharedBuffer(func, kSelectWarps, i32);
+  // Two words per warp: the row's maximum and minimum keys reduce together.
+  Value warpSums = sharedBuffer(func, 2 * kSelectWarps, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value score = func.getArgument(3);
@@ -694,7 +779,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
             });
   } else {
     // This row's offset in the sparse list: the kept counts of earlier rows.
-    offset = offsetOfRow(g, r, tid, [&](Gen &x, Value q) {
+    offset = offsetOfRow(g, r, tid, warpSums, [&](Gen &x, Value q) {
       RowInfo other = rowInfo(x, cfg, indptr, q, limit);
       return x.minI(other.n, other.budget);
     });
@@ -753,7 +838,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
 
   recordRowKernel(
       ctx, name, kSelectThreads,
-      kSortCapacity * 8 + (kRadixBins + kCtlWords + kSelectWarps) * 4, params,
+      kSortCapacity * 8 + (kRadixBins + kCtlWords + 2 * kSelectWarps) * 4,
+      params,
       {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf},
       {outPtr, outIdx, ctx.statusBuffer()});
   return success();
@@ -909,6 +995,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
       {ctx.statusBuffer(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  Value scratch = sharedBuffer(func, kSelectWarps, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), in = func.getArgument(2);
   Value inCounts = func.getArgument(3), sparsePtr = func.getArgument(4);
@@ -922,7 +1009,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
     Value c = loadIndexOrZero(x, inCounts, q);
     return std::make_pair(other, x.minI(x.maxI(c, x.idx(0)), other.n));
   };
-  Value offset = offsetOfRow(g, r, tid, [&](Gen &x, Value q) {
+  Value offset = offsetOfRow(g, r, tid, scratch, [&](Gen &x, Value q) {
     return countOf(x, q).second;
   });
   auto [row, count] = countOf(g, r);
@@ -944,7 +1031,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, kSelectThreads, 0, params,
+  recordRowKernel(ctx, name, kSelectThreads, kSelectWarps * 4, params,
                   {abi::kDenseIndptr.str(), merged.str(), counts.str()},
                   {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
                    ctx.statusBuffer()});

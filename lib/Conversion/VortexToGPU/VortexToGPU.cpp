@@ -102,6 +102,7 @@ namespace {
 struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
+  int64_t topkCtasPerSM;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -125,6 +126,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.itemsPerIteration = options.itemsPerIteration;
   ctx.lanes = options.lanes;
   ctx.hoistPerRow = options.hoist;
+  ctx.topkCtasPerSM = options.topkCtasPerSM;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -194,6 +196,10 @@ struct ConvertVortexToGPUPass
       return bad("items-per-iteration", itemsPerIteration, "in [1, 16]");
     if (lanes != 0 && (lanes > 32 || !llvm::isPowerOf2_64(lanes)))
       return bad("lanes", lanes, "0 (planned) or a power of two in [1, 32]");
+    if (topkCtasPerSM < 0 || topkCtasPerSM > 4)
+      return bad("topk-ctas-per-sm", topkCtasPerSM,
+                 "in [0, 4] (0: no bound; a 512-thread CTA needs at least 16 "
+                 "registers a thread)");
     return success();
   }
 
@@ -207,7 +213,7 @@ struct ConvertVortexToGPUPass
       return signalPassFailure();
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
-                          hoist};
+                          hoist,     topkCtasPerSM};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

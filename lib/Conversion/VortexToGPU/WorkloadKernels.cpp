@@ -783,20 +783,26 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   };
   Gen y = gen();
   Value r = carried[0], cachedRow = carried[1];
-  SmallVector<Value> carry(carried.drop_front(2));
+  Value start = carried[2], end = carried[3];
+  SmallVector<Value> carry(carried.drop_front(4));
   struct Item {
     Value blockId, pos, row, active, blockOk;
     DenseMap<Value, TileRef> rowTiles, loaded;
   };
   SmallVector<Item> items(unroll);
   // The block ids and the items' rows do not depend on the CSR row:
-  // issue those loads first, so they overlap the row bookkeeping.
-  SmallVector<Value> validOf, posOf;
+  // issue those loads first, so they overlap the row bookkeeping. All ids
+  // before any guard branch: a branch on one id would hold the next id's
+  // load back until the first arrives.
+  SmallVector<Value> validOf, posOf, rawOf;
   for (int64_t u = 0; u < unroll; ++u) {
     Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
     validOf.push_back(y.lt(s, sEnd));
     posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
-    Value raw = y.load(indices, posOf.back());
+    rawOf.push_back(y.load(indices, posOf.back()));
+  }
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value raw = rawOf[u];
     if (byBlock) {
       // Guard: an id outside [0, num_blocks) (a negative one is huge
       // unsigned) is recorded; the item reads the last block and
@@ -821,25 +827,28 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   for (int64_t u = 0; u < unroll; ++u) {
     Value valid = validOf[u];
     Value sc = posOf[u];
-    // Advance to the row of sc.
+    // Advance to the row of sc. The row's bounds are carried, so an item
+    // in the same row as the last loads nothing.
+    Type idx = b.getIndexType();
     auto adv = scf::WhileOp::create(
-        b, loc, TypeRange{b.getIndexType()}, ValueRange{r},
+        b, loc, TypeRange{idx, idx, idx}, ValueRange{r, start, end},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Gen w{nb, l};
           // Stops at the last row at the latest, even for a malformed
           // indptr: indptr[rows] = total > sc (checked above).
-          Value next =
-              w.toIndex(w.load(indptr, w.add(args[0], w.idx(1))));
           scf::ConditionOp::create(
-              nb, l, w.cmpI(arith::CmpIPredicate::ule, next, sc), args);
+              nb, l, w.cmpI(arith::CmpIPredicate::ule, args[2], sc), args);
         },
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Gen w{nb, l};
-          scf::YieldOp::create(nb, l, w.add(args[0], w.idx(1)));
+          Value next = w.add(args[0], w.idx(1));
+          scf::YieldOp::create(
+              nb, l,
+              ValueRange{next, args[2], rowStart(w, w.add(next, w.idx(1)))});
         });
     r = adv.getResult(0);
-    Value start = rowStart(y, r);
-    Value end = rowStart(y, y.add(r, y.idx(1)));
+    start = adv.getResult(1);
+    end = adv.getResult(2);
     Value n = y.sub(end, start);
     Value bud = emitRowBudget(y, cfg, n);
     Value active = y.andI(
@@ -905,7 +914,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
     if (!computeItem(item.blockId, item.pos, item.row, item.active,
                      item.blockOk, item.loaded, item.rowTiles))
       ok = false;
-  SmallVector<Value> next = {r, cachedRow};
+  SmallVector<Value> next = {r, cachedRow, start, end};
   llvm::append_range(next, carry);
   return next;
 }
@@ -970,7 +979,9 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
                                           w.select(le, args[1], mid)});
         });
     Value r0 = search.getResult(0);
-    SmallVector<Value> inits = {r0, x.idx(-1)};
+    SmallVector<Value> inits = {
+        r0, x.idx(-1), x.toIndex(x.load(indptr, r0)),
+        x.toIndex(x.load(indptr, x.add(r0, x.idx(1))))};
     for (Type t : plan.carryTypes) {
       if (auto vt = dyn_cast<VectorType>(t))
         inits.push_back(arith::ConstantOp::create(

@@ -79,7 +79,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // CHECK: memref.dim
 // CHECK: arith.minui
 // CHECK: gpu.barrier
-// CHECK: memref.atomic_rmw ori %c4_i32, %[[TSTATUS]]
+// CHECK: memref.atomic_rmw ori %c4_i32{{.*}}, %[[TSTATUS]]
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
 

@@ -87,20 +87,26 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: arith.addf
 // CHECK: gpu.return
 
-// Top-k: 512 threads, a radix select (row bounds by all_reduce, 8-bit digit
-// histograms by shared atomics, warp scans by shuffle up), then the k kept
-// 64-bit keys sorted (a 64-bit shuffle; upstream splits it into two 32-bit
-// ones).
+// Top-k: 512 threads, a radix select (the row's largest and smallest keys
+// in one CTA reduction: butterfly shuffles, the warps' partials through
+// shared memory; 8-bit digit histograms by shared atomics; warp scans by
+// shuffle up), then the k kept 64-bit keys placed by rank: each counts the
+// larger keys, partial counts summed by 32-bit shuffles; no 64-bit shuffle.
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<32xi32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
-// CHECK: gpu.all_reduce maxui
-// CHECK: gpu.all_reduce minui
+// CHECK-NOT: gpu.all_reduce
+// CHECK: gpu.shuffle xor
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// CHECK: gpu.barrier
 // CHECK: scf.while
 // CHECK: memref.atomic_rmw addi
 // CHECK: gpu.shuffle up
 // CHECK: gpu.barrier
-// CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
+// CHECK: arith.cmpi ugt, %{{.+}}, %{{.+}} : i64
+// CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i32
+// CHECK-NOT: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
 // CHECK: gpu.return
 
 // Cache: one group per completed block, its 16 rows loaded as vectors.

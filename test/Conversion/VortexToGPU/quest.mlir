@@ -22,7 +22,7 @@
 // CHECK-SAME: writes = ["scratch0", "status"]
 // CHECK-SAME: {block = [512, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
-// CHECK-SAME: shared_bytes = 33872
+// CHECK-SAME: shared_bytes = 33936
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
@@ -67,11 +67,12 @@
 // CHECK: memref.store
 // CHECK: gpu.return
 
-// The top-k: one CTA per row, a radix select, then the kept 64-bit keys
-// sorted in shared memory.
+// The top-k: one CTA per row (its offset a CTA sum), a radix select, then
+// the kept 64-bit keys placed by rank.
 // CHECK: gpu.func @gqa_quest_sparse_attention_indexer_topk(
 // CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>
-// CHECK: gpu.all_reduce add
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.barrier
 // CHECK: arith.xori
 // CHECK: gpu.barrier
 

@@ -51,7 +51,8 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK: arith.constant 6 : index
 // CHECK: arith.constant -1 : i32
-// CHECK: gpu.all_reduce maxui
+// CHECK: gpu.shuffle xor
+// CHECK: arith.maxui
 // CHECK: memref.atomic_rmw addi
 // CHECK: gpu.return
 
@@ -63,7 +64,10 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 // CHECK: gpu.barrier
 // CHECK: gpu.return
 
-// Union pack: the row's offset is the sum of the earlier rows' counts.
+// Union pack: the row's offset is the sum of the earlier rows' counts (a
+// CTA reduction through shared memory).
 // CHECK-LABEL: gpu.func @f_indexer_union{{[0-9]+}}_pack
-// CHECK: gpu.all_reduce add
+// CHECK-SAME: workgroup(%{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.barrier
 // CHECK: gpu.return
