@@ -377,6 +377,9 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   vortex::VortexNVVMPipelineOptions options;
   options.chip = chipName();
   options.features = features;
+  if (llvmOptLevel > 3 || llvmOptLevel < -1)
+    return fail("--llvm-opt-level must be 0, 1, 2 or 3, got " +
+                std::to_string(llvmOptLevel));
   options.optLevel = llvmOptLevel < 0 ? optLevel.getValue()
                                       : static_cast<unsigned>(llvmOptLevel);
   options.cudaPath = cudaPath;

@@ -66,7 +66,7 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "CTAs per multiprocessor of the persistent grid">,
     Option<"threadsPerCTA", "threads", "int64_t", "256",
            "threads per CTA of the workload kernels">,
-    Option<"itemsPerIteration", "items-per-iteration", "int64_t", "1",
+    Option<"itemsPerIteration", "items-per-iteration", "int64_t", "2",
            "most blocks a lane group loads together per iteration (fewer "
            "when the registers they need would cut occupancy)">,
     Option<"lanes", "lanes", "int64_t", "0",

@@ -148,6 +148,8 @@ private:
   Type storageOf(Value v);
   int64_t registersOf(Value v, const TileShape &t);
   int64_t planItemsPerIteration();
+  int64_t carriedRegisters();
+  bool tryWiderLanes(int64_t wide);
   DictionaryAttr planAttr();
   KernelPlan plan;
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
@@ -677,12 +679,18 @@ int64_t TileKernel::registersOf(Value v, const TileShape &t) {
   return std::max<int64_t>(1, t.d0 * t.width() * bits / 32);
 }
 
+/// 32-bit registers the carried per-row values take (planRowPart first).
+int64_t TileKernel::carriedRegisters() {
+  int64_t carried = 0;
+  for (auto &[v, t] : plan.rowShapes)
+    carried += inputs.contains(v) ? registersOf(v, t) : t.d0 * t.width();
+  return carried;
+}
+
 /// Blocks per iteration: as many as fit the register budget with the
 /// carried per-row values and the items' loaded rows.
 int64_t TileKernel::planItemsPerIteration() {
-  int64_t carried = 0, perItem = 8;
-  for (auto &[v, t] : plan.rowShapes)
-    carried += inputs.contains(v) ? registersOf(v, t) : t.d0 * t.width();
+  int64_t carried = carriedRegisters(), perItem = 8;
   for (Value v : inputs)
     if (!isRowInvariant(v))
       perItem += registersOf(v, plan.shapes.lookup(v));
@@ -694,10 +702,37 @@ int64_t TileKernel::planItemsPerIteration() {
   return unroll;
 }
 
+/// Lays the kernel out over `wide` lanes instead when it can, hoisting as
+/// before, and its carried per-row values fit the register budget; else
+/// leaves the plan as it was. Returns whether it took them.
+bool TileKernel::tryWiderLanes(int64_t wide) {
+  int64_t before = lanes;
+  bool hoisted = plan.hoist, known = true;
+  auto replan = [&] {
+    plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
+    planRowPart();
+  };
+  lanes = wide;
+  if (succeeded(inferShapes(known))) {
+    replan();
+    if (plan.hoist == hoisted && carriedRegisters() <= plan.kRegisterBudget)
+      return true;
+  }
+  lanes = before;
+  // The layout at `before` lanes succeeded already.
+  (void)inferShapes(known);
+  replan();
+  return false;
+}
+
 /// The kernel's decisions. Lanes: the widest inner extent spread over up
 /// to 32 lanes, 16 bytes per lane of the narrowest loaded storage (8 bf16
 /// columns, or 16 when an fp8 tensor is loaded), or narrow mode when an op
-/// cannot be laid out over them; the `lanes` option overrides both.
+/// cannot be laid out over them; the `lanes` option overrides both. A score
+/// kernel takes 32 bytes per lane (half the lanes) when its carried per-row
+/// values still fit the register budget that way: a gather is bound by
+/// the bytes each thread keeps in flight, more than by occupancy (H100,
+/// docs/benchmarks.md).
 LogicalResult TileKernel::planKernel() {
   collectIO();
   collectRowPart();
@@ -731,10 +766,12 @@ LogicalResult TileKernel::planKernel() {
     if (failed(inferShapes(known)))
       return root->emitOpError("internal error: no narrow layout");
   }
-  plan.lanes = lanes;
-  plan.narrow = lanes == 1 && natural > 1;
   plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
   planRowPart();
+  if (!forced && indexerSide && lanes == natural && natural >= 4)
+    tryWiderLanes(natural / 2);
+  plan.lanes = lanes;
+  plan.narrow = lanes == 1 && natural > 1;
   plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;
   plan.threads = ctx.threads;
   plan.itemsPerWarp = 32 / lanes;

@@ -50,12 +50,14 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // OPT-SAME: {block = [128, 1, 1], grid = {ctas_per_sm = 2 : i64, kind = "persistent"}, kernel = "scans_indexer_w0"
 // OPT: gpu.func @scans_indexer_w0({{.*}}known_block_size = array<i32: 128, 1, 1>
 
-// Score: groups of 16 lanes per block, 16-byte loads of the centroids, a
-// clustered reduction over the group.
+// Score: groups of 8 lanes per block (the plan widens 16-byte lanes to 32
+// bytes when the carried values fit), 2 blocks per iteration, 32-byte
+// loads of the centroids, a clustered reduction over the group.
 // CHECK-LABEL: gpu.func @scans_indexer_w0(
-// CHECK: arith.remui %{{.+}}, %c16 : index
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
-// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 16) : (f32) -> f32
+// CHECK-SAME: items_per_iteration = 2 : i64, lanes = 8 : i64
+// CHECK: arith.remui %{{.+}}, %c8 : index
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
 // CHECK: gpu.return
 
 // Softmax: one CTA per row; bounds clamped to the scratch extents; a

@@ -4,6 +4,8 @@
 // RUN: FileCheck %s --check-prefix=OVERRIDE-ERR < %t.err
 // RUN: not vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="lanes=16" 2>&1 | FileCheck %s --check-prefix=FORCED
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="lanes=3" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-ctas-per-sm=3" | FileCheck %s --check-prefix=TOPK
+// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-ctas-per-sm=5" 2>&1 | FileCheck %s --check-prefix=BADTOPK
 
 // Every workload kernel's decisions are planned before any IR is built and
 // recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
@@ -35,10 +37,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // Planned: 128 columns over 16 lanes of 8; the per-row 2q (an elementwise
 // op of q, no cross-lane op) hoisted and carried in f32: 8 rows of 8 = 64
-// registers; an item loads one centroid row (8 bf16, 4 registers) plus the
-// 8-register allowance.
+// registers (over 8 lanes of 16 it would be 128, past the budget, so the
+// lanes stay 16 bytes wide); an item loads one centroid row (8 bf16, 4
+// registers) plus the 8-register allowance, and two items would pass the
+// budget.
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
 // CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// The top-k's fixed decisions; no register bound unless asked.
+// CHECK-LABEL: gpu.func @centroids_indexer_topk(
+// CHECK-NOT: nvvm.minctasm
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64}
+// topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 512 threads per SM.
+// TOPK-LABEL: gpu.func @centroids_indexer_topk(
+// TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64
+// BADTOPK: error: convert-vortex-to-gpu: topk-ctas-per-sm = 5 must be in [0, 4]
 // The cache kernel: one block per group of 16 lanes.
 // CHECK-LABEL: gpu.func @centroids_cache_w0(
 // CHECK-SAME: vortex.plan = {groups_per_cta = 16 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
@@ -57,6 +69,46 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // OVERRIDE-SAME: hoist = false
 // OVERRIDE-SAME: items_per_iteration = 1 : i64, lanes = 4 : i64
 // OVERRIDE: gpu.subgroup_reduce add {{.*}} cluster(size = 4)
+
+// -----
+
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @widened
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// The mean query carried in f32 takes 16 registers over 8 lanes of 16
+// columns: within the budget, so the score kernel takes 32 bytes per lane
+// (a gather is bound by the bytes in flight per thread) and, with 16
+// registers per item, 2 items per iteration. The cache kernel keeps 16
+// lanes.
+// CHECK-LABEL: gpu.func @widened_indexer_w0(
+// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// CHECK: gpu.subgroup_reduce add {{.*}} cluster(size = 8)
+// CHECK-LABEL: gpu.func @widened_cache_w0(
+// CHECK-SAME: lanes = 16 : i64
+// Forced lanes are taken as given.
+// OVERRIDE-LABEL: gpu.func @widened_indexer_w0(
+// OVERRIDE-SAME: lanes = 4 : i64
 
 // -----
 

@@ -41,28 +41,32 @@
 // CHECK-SAME: %[[INDPTR:[^:]+]]: memref<?xi32>, %[[INDICES:[^:]+]]: memref<?xi32>, %[[ROWS:[^:]+]]: i32,
 // CHECK-SAME: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xi32>, %{{.+}}: i32) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// Groups of 16 lanes own a block: lane = tid % 32, lane in group = lane % 16.
+// Groups of 8 lanes own a block (the plan's 32 bytes per lane: q's 64
+// carried registers fit the budget): lane = tid % 32, lane in group =
+// lane % 8.
+// CHECK-SAME: vortex.plan = {{{.*}}lanes = 8
 // CHECK: gpu.thread_id x
-// CHECK: arith.remui %{{.+}}, %c16
+// CHECK: arith.remui %{{.+}}, %c8
 // The chunk of CSR positions of each group, and the row of its first one
 // by binary search.
 // CHECK: arith.ceildivui
 // CHECK: scf.while
 // CHECK: scf.for
-// The block id is read once and the envelopes (16-byte vector loads) are
+// The block id is read once and the envelopes (32 bytes per lane) are
 // issued first, overlapping the row bookkeeping.
 // CHECK: memref.load %[[INDICES]]
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
-// Advance the row, keep q in registers while it does not change.
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
+// Advance the row (its bounds carried), keep q in registers while it does
+// not change.
 // CHECK: scf.while
 // CHECK: arith.cmpi ne
 // CHECK: scf.if
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
 // CHECK: arith.extf
 // CHECK: arith.maximumf
-// Sum over D: the lane slice, then the 16 lanes of the group.
-// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 16) : (f32) -> f32
+// Sum over D: the lane slice, then the 8 lanes of the group.
+// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
 // CHECK: scf.if
 // CHECK: memref.store
 // CHECK: gpu.return
@@ -87,8 +91,8 @@
 // real heads are reduced over D, and the max over heads sees -inf in the
 // padded rows.
 // G5: gpu.func @gqa_quest_sparse_attention_g5_indexer_w0
-// G5-COUNT-5: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
-// G5: arith.constant dense<0.000000e+00> : vector<8xbf16>
+// G5-COUNT-5: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// G5: arith.constant dense<0.000000e+00> : vector<16xbf16>
 // G5-COUNT-5: gpu.subgroup_reduce add
 // G5-NOT: gpu.subgroup_reduce
 // G5: arith.constant 0xFF800000 : f32
