@@ -149,6 +149,7 @@ private:
   int64_t registersOf(Value v, const TileShape &t);
   int64_t planItemsPerIteration();
   int64_t carriedRegisters();
+  int64_t rowPartRegisters();
   bool tryWiderLanes(int64_t wide);
   DictionaryAttr planAttr();
   KernelPlan plan;
@@ -687,6 +688,21 @@ int64_t TileKernel::carriedRegisters() {
   return carried;
 }
 
+/// 32-bit registers of the whole per-row part at once (the batched inputs
+/// in storage, every per-row op's result in f32): what the row change
+/// holds live while the items' loads are in flight.
+int64_t TileKernel::rowPartRegisters() {
+  int64_t regs = 0;
+  for (Value v : inputs)
+    if (isRowInvariant(v))
+      regs += registersOf(v, plan.shapes.lookup(v));
+  for (Operation *op : rowOps) {
+    const TileShape &t = plan.shapes.lookup(op->getResult(0));
+    regs += t.d0 * t.width();
+  }
+  return regs;
+}
+
 /// Blocks per iteration: as many as fit the register budget with the
 /// carried per-row values and the items' loaded rows.
 int64_t TileKernel::planItemsPerIteration() {
@@ -715,7 +731,11 @@ bool TileKernel::tryWiderLanes(int64_t wide) {
   lanes = wide;
   if (succeeded(inferShapes(known))) {
     replan();
-    if (plan.hoist == hoisted && carriedRegisters() <= plan.kRegisterBudget)
+    // ptxas allocates for the row change too: a per-row part past twice
+    // the budget at the wider width (G = 5's masked q, 208 registers over
+    // 8 lanes) took 166 registers, one CTA per SM.
+    if (plan.hoist == hoisted && carriedRegisters() <= plan.kRegisterBudget &&
+        rowPartRegisters() <= 2 * plan.kRegisterBudget)
       return true;
   }
   lanes = before;
@@ -848,10 +868,10 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
       // wide multiply.
       items[u].blockOk =
           y.cmpI(arith::CmpIPredicate::ule, raw, L.lastBlock);
-      y.ifThen(y.andI(validOf.back(), y.notI(items[u].blockOk)),
+      y.ifThen(y.andI(validOf[u], y.notI(items[u].blockOk)),
                [&](Gen &z) {
                  z.recordStatus(status, abi::kBadDenseIndex, raw,
-                                posOf.back());
+                                posOf[u]);
                });
       // One umin: an id past the end reads the last block (the
       // runtime refuses an empty pool with a non-empty CSR).
@@ -859,7 +879,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
     }
     raw = y.toIndex(raw);
     items[u].blockId = raw;
-    items[u].loaded = loadItem(items[u].blockId, posOf.back());
+    items[u].loaded = loadItem(items[u].blockId, posOf[u]);
   }
   for (int64_t u = 0; u < unroll; ++u) {
     Value valid = validOf[u];

@@ -82,7 +82,21 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // The elementwise consumer of a ragged and a batched value: a score kernel
 // without a gathered block (no num_blocks parameter).
 // CHECK-LABEL: gpu.func @scans_indexer_w3(
+// CHECK-SAME: %[[W3IDS:[^:]+]]: memref<?xi32>, %{{[^:]+}}: i32, %[[P:[^:]+]]: memref<?xf32>
 // CHECK-SAME: memref<?xf32>, %{{[^:]+}}: memref<?xi32>) kernel
+// CHECK-SAME: items_per_iteration = 2
+// Two items per iteration: both ids first, then each item reads the
+// ragged p at its own CSR position.
+// CHECK: scf.for
+// CHECK: %[[POS0:.+]] = arith.minui
+// CHECK: memref.load %[[W3IDS]][%[[POS0]]]
+// CHECK: %[[POS1:.+]] = arith.minui
+// CHECK: memref.load %[[W3IDS]][%[[POS1]]]
+// CHECK: %[[AT0:.+]] = arith.muli %[[POS0]]
+// CHECK: vector.load %[[P]]
+// CHECK: %[[AT1:.+]] = arith.muli %[[POS1]]
+// CHECK: vector.load %[[P]]
+// CHECK: scf.while
 // alpha * p + beta * mu:
 // CHECK: arith.mulf
 // CHECK: arith.mulf
