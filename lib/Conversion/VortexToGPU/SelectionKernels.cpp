@@ -20,7 +20,10 @@ using namespace mlir::vortex::gpugen;
 
 namespace {
 
-constexpr int64_t kSelectThreads = 512;
+/// 256 threads with 8 keys each: at 98 registers, 2 CTAs per SM; the same
+/// B = 1 time as 512 threads with 4 keys, 10% less at B = 64 (H100,
+/// docs/benchmarks.md).
+constexpr int64_t kSelectThreads = 256;
 constexpr int64_t kSelectWarps = kSelectThreads / 32;
 /// Keys a row's selection can gather and sort in shared memory; a larger k
 /// takes the slow path (one CTA-wide maximum per pick).
@@ -29,10 +32,11 @@ constexpr int64_t kRadixBins = 256;
 /// Rows of up to kRegisterKeys * kSelectThreads scored blocks keep their
 /// score keys in registers (read once, all loads in flight); longer rows
 /// read them again from global memory in every pass.
-constexpr int64_t kRegisterKeys = 4;
+constexpr int64_t kRegisterKeys = 8;
 /// k up to this is sorted by rank (each key counts the larger keys) in one
-/// pass without barriers; a larger k by a bitonic sort in shared memory.
-constexpr int64_t kRankSortSize = 512;
+/// pass without barriers, at least one thread per key; a larger k by a
+/// bitonic sort in shared memory.
+constexpr int64_t kRankSortSize = kSelectThreads;
 /// Up to this many threads count one key's rank, each over a strided share.
 constexpr int64_t kRankThreadsPerKey = 8;
 /// Keys each counting thread compares per loop iteration (loads first).
@@ -40,6 +44,7 @@ constexpr int64_t kRankUnroll = 8;
 /// The rank sort reads keys[0, roundUp(k, kRankPad)); the gather leaves
 /// keys[k, ...) at 0, which ranks below every key.
 constexpr int64_t kRankPad = kRankThreadsPerKey * kRankUnroll;
+static_assert(kRankPad <= kSelectThreads, "the padding is zeroed in one pass");
 
 /// The words of the `ctl` shared buffer.
 enum Ctl : int64_t {

@@ -196,10 +196,10 @@ struct ConvertVortexToGPUPass
       return bad("items-per-iteration", itemsPerIteration, "in [1, 16]");
     if (lanes != 0 && (lanes > 32 || !llvm::isPowerOf2_64(lanes)))
       return bad("lanes", lanes, "0 (planned) or a power of two in [1, 32]");
-    if (topkCtasPerSM < 0 || topkCtasPerSM > 4)
+    if (topkCtasPerSM < 0 || topkCtasPerSM > 8)
       return bad("topk-ctas-per-sm", topkCtasPerSM,
-                 "in [0, 4] (0: no bound; a 512-thread CTA needs at least 16 "
-                 "registers a thread)");
+                 "in [0, 8] (0: no bound; 8 CTAs of the top-k's 256 threads "
+                 "leave 32 registers a thread)");
     return success();
   }
 

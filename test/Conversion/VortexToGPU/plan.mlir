@@ -5,7 +5,7 @@
 // RUN: not vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="lanes=16" 2>&1 | FileCheck %s --check-prefix=FORCED
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="lanes=3" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-ctas-per-sm=3" | FileCheck %s --check-prefix=TOPK
-// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-ctas-per-sm=5" 2>&1 | FileCheck %s --check-prefix=BADTOPK
+// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-ctas-per-sm=9" 2>&1 | FileCheck %s --check-prefix=BADTOPK
 
 // Every workload kernel's decisions are planned before any IR is built and
 // recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
@@ -46,11 +46,11 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // The top-k's fixed decisions; no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64}
-// topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 512 threads per SM.
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64}
+// topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 256 threads per SM.
 // TOPK-LABEL: gpu.func @centroids_indexer_topk(
 // TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64
-// BADTOPK: error: convert-vortex-to-gpu: topk-ctas-per-sm = 5 must be in [0, 4]
+// BADTOPK: error: convert-vortex-to-gpu: topk-ctas-per-sm = 9 must be in [0, 8]
 // The cache kernel: one block per group of 16 lanes.
 // CHECK-LABEL: gpu.func @centroids_cache_w0(
 // CHECK-SAME: vortex.plan = {groups_per_cta = 16 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
