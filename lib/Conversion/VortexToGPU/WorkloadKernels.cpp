@@ -150,6 +150,7 @@ private:
   int64_t planItemsPerIteration();
   int64_t carriedRegisters();
   int64_t rowPartRegisters();
+  Value emitRowSearch(Gen &x, Value indptr, Value rows, Value target);
   bool tryWiderLanes(int64_t wide);
   DictionaryAttr planAttr();
   KernelPlan plan;
@@ -976,6 +977,56 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   return next;
 }
 
+/// The last row r in [0, rows) with indptr[r] <= target, searched by the
+/// group's lanes together: each round, lane l probes indptr[lo + (l + 1) *
+/// step] and the count of probes at or before the target narrows [lo, hi)
+/// (lanes + 1)-fold, so rows <= lanes take one dependent load where a binary
+/// search took log2(rows). The round count depends on `rows` alone, so the
+/// shuffles run in every lane of a warp together; a finished search stays
+/// put. A malformed (decreasing) indptr still ends in some row in range.
+Value TileKernel::emitRowSearch(Gen &x, Value indptr, Value rows,
+                                Value target) {
+  OpBuilder &b = *builder;
+  Value fanout = x.idx(lanes + 1);
+  Value rounds = scf::WhileOp::create(
+                     b, loc, TypeRange{b.getIndexType(), b.getIndexType()},
+                     ValueRange{x.idx(0), x.idx(1)},
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Gen w{nb, l};
+                       scf::ConditionOp::create(nb, l, w.lt(a[1], rows), a);
+                     },
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Gen w{nb, l};
+                       scf::YieldOp::create(
+                           nb, l,
+                           ValueRange{w.add(a[0], w.idx(1)),
+                                      w.mul(a[1], fanout)});
+                     })
+                     .getResult(0);
+  scf::ForOp search = x.forLoop(
+      x.idx(0), rounds, {x.idx(0), rows},
+      [&](Gen &w, Value, ValueRange a) -> SmallVector<Value> {
+        Value lo = a[0], hi = a[1];
+        Value step = w.ceilDiv(w.sub(hi, lo), fanout);
+        Value probe = w.add(lo, w.mul(w.add(laneInItem, w.idx(1)), step));
+        Value inRange = w.lt(probe, hi);
+        Value at = w.toIndex(
+            w.load(indptr, w.minU(probe, w.sub(hi, w.idx(1)))));
+        Value le = w.andI(inRange,
+                          w.cmpI(arith::CmpIPredicate::ule, at, target));
+        Value count =
+            arith::ExtUIOp::create(w.b, w.loc, w.b.getI32Type(), le);
+        if (lanes > 1)
+          count = gpu::SubgroupReduceOp::create(
+              w.b, w.loc, count, gpu::AllReduceOperation::ADD,
+              /*uniform=*/false, static_cast<uint32_t>(lanes));
+        Value c = w.toIndex(count);
+        return {w.add(lo, w.mul(c, step)),
+                w.minU(hi, w.add(lo, w.mul(w.add(c, w.idx(1)), step)))};
+      });
+  return search.getResult(0);
+}
+
 /// The persistent loop of a score kernel: each group walks a contiguous
 /// chunk of CSR positions.
 bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
@@ -1017,25 +1068,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
     // The row of the first position: the last row starting at or before
     // it (empty rows are skipped).
     Value target = x.minU(s0, x.sub(total, x.idx(1)));
-    auto search = scf::WhileOp::create(
-        b, loc, TypeRange{b.getIndexType(), b.getIndexType()},
-        ValueRange{x.idx(0), rows},
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          Gen w{nb, l};
-          Value more = w.cmpI(arith::CmpIPredicate::ugt,
-                              w.sub(args[1], args[0]), w.idx(1));
-          scf::ConditionOp::create(nb, l, more, args);
-        },
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          Gen w{nb, l};
-          Value mid = w.divU(w.add(args[0], args[1]), w.idx(2));
-          Value le = w.cmpI(arith::CmpIPredicate::ule,
-                            w.toIndex(w.load(indptr, mid)), target);
-          scf::YieldOp::create(nb, l,
-                               ValueRange{w.select(le, mid, args[0]),
-                                          w.select(le, args[1], mid)});
-        });
-    Value r0 = search.getResult(0);
+    Value r0 = emitRowSearch(x, indptr, rows, target);
     SmallVector<Value> inits = {
         r0, x.idx(-1), x.toIndex(x.load(indptr, r0)),
         x.toIndex(x.load(indptr, x.add(r0, x.idx(1))))};

@@ -87,7 +87,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-SAME: items_per_iteration = 2
 // Two items per iteration: both ids first, then each item reads the
 // ragged p at its own CSR position.
-// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1
 // CHECK: %[[POS0:.+]] = arith.minui
 // CHECK: memref.load %[[W3IDS]][%[[POS0]]]
 // CHECK: %[[POS1:.+]] = arith.minui

@@ -47,11 +47,20 @@
 // CHECK-SAME: vortex.plan = {{{.*}}lanes = 8
 // CHECK: gpu.thread_id x
 // CHECK: arith.remui %{{.+}}, %c8
-// The chunk of CSR positions of each group, and the row of its first one
-// by binary search.
+// The chunk of CSR positions of each group, and the row of its first one,
+// searched by the group's 8 lanes together: a round count from `rows`
+// alone, then per round one probe of indptr per lane and the count of
+// probes at or before the target summed over the group (9-fold narrowing).
 // CHECK: arith.ceildivui
 // CHECK: scf.while
+// CHECK: arith.muli %{{.+}}, %c9
 // CHECK: scf.for
+// CHECK: memref.load %[[INDPTR]]
+// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (i32) -> i32
+// CHECK: scf.yield
+// The main loop carries the row, the row q is of (-1: none yet) and the
+// row's bounds.
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1
 // The block id is read once and the envelopes (32 bytes per lane) are
 // issued first, overlapping the row bookkeeping.
 // CHECK: memref.load %[[INDICES]]
