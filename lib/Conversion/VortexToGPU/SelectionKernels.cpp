@@ -4,7 +4,8 @@
 // score key is found digit by digit (8-bit histograms in shared memory,
 // starting below the bits every key of the row shares), the keys above it
 // and the first ties by position are gathered, and only those k keys are
-// sorted. vortex.topk writes the sparse CSR; vortex.trtllm_topk writes a
+// ordered (by rank, or a bitonic sort for large k). vortex.topk writes the
+// sparse CSR; vortex.trtllm_topk writes a
 // block table at the row's dense positions and a per-row count, which the
 // two union kernels merge into the sparse CSR.
 //
