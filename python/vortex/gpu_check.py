@@ -310,9 +310,9 @@ def compare_exact(got_sp: np.ndarray, got_si: np.ndarray,
     if not integer:
         return ["a union's selection is compared exactly, on exact scores: "
                 "run with --integer-data"]
-    indptr = indptr_problem(got_sp, ref_sp)
-    if indptr:
-        return [indptr]
+    bad_indptr = indptr_problem(got_sp, ref_sp)
+    if bad_indptr:
+        return [bad_indptr]
     problems: List[str] = []
     for r in range(len(ref_sp) - 1):
         stats.rows += 1

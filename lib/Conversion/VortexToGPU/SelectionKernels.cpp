@@ -144,6 +144,19 @@ Value combine(Gen &g, gpu::AllReduceOperation op, Value a, Value b) {
   }
 }
 
+/// XOR-butterfly shuffles over offsets `from`, from/2, ..., 1, each value
+/// combined by its op: lanes within the aligned groups of 2 x `from` lanes
+/// end up with the group's reduction.
+void butterfly(Gen &g, MutableArrayRef<Value> values,
+               ArrayRef<gpu::AllReduceOperation> ops, int32_t from) {
+  for (int32_t offset = from; offset > 0; offset /= 2)
+    for (auto [v, op] : llvm::zip(values, ops))
+      v = combine(g, op, v,
+                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+}
+
 /// Reduces each i32 of `values` by its op (ADD, MAXUI or MINUI) over the
 /// full CTA of kSelectThreads threads; every thread gets the results.
 /// Butterfly shuffles within each warp, the warps' partials through
@@ -156,12 +169,7 @@ SmallVector<Value> ctaAllReduce(Gen &g, Value tid, ArrayRef<Value> values,
                                 Value scratch) {
   Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
   SmallVector<Value> partial(values);
-  for (int32_t offset = 16; offset > 0; offset /= 2)
-    for (auto [v, op] : llvm::zip(partial, ops))
-      v = combine(g, op, v,
-                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
+  butterfly(g, partial, ops, 16);
   g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(0)), [&](Gen &z) {
     for (auto [i, v] : llvm::enumerate(partial))
       z.store(v, scratch, z.add(z.idx(i * kSelectWarps), warp));
@@ -176,12 +184,7 @@ SmallVector<Value> ctaAllReduce(Gen &g, Value tid, ArrayRef<Value> values,
   for (auto [i, op] : llvm::enumerate(ops))
     result.push_back(
         g.load(scratch, g.add(g.idx(i * kSelectWarps), slot)));
-  for (int32_t offset = kSelectWarps / 2; offset > 0; offset /= 2)
-    for (auto [v, op] : llvm::zip(result, ops))
-      v = combine(g, op, v,
-                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
+  butterfly(g, result, ops, kSelectWarps / 2);
   gpu::BarrierOp::create(g.b, g.loc);
   return result;
 }
@@ -514,6 +517,12 @@ void writePick(Gen &g, const SelectRow &R, Value key, Value j) {
   g.store(g.load(R.dense, g.add(R.lo, pos)), R.out, g.add(R.at, j));
 }
 
+/// The rank sort's read extent, roundUp(k, kRankPad); the gather fills
+/// [0, k) and the padding beyond it holds 0 keys.
+Value rankPadded(Gen &g, Value k) {
+  return g.mul(g.ceilDiv(k, g.idx(kRankPad)), g.idx(kRankPad));
+}
+
 /// k <= kRankSortSize: key j's place is the number of larger keys (the keys
 /// are distinct). s threads count it (s * k <= kSelectThreads, s a power of
 /// two up to kRankThreadsPerKey, adjacent lanes of one warp), each over
@@ -527,7 +536,7 @@ void rankSortAndWrite(Gen &g, const SelectRow &R) {
                         g.idx(kSelectThreads / t)),
                  g.idx(t), s);
   Value j = g.divU(R.tid, s), part = g.remU(R.tid, s);
-  Value padded = g.mul(g.ceilDiv(R.k, g.idx(kRankPad)), g.idx(kRankPad));
+  Value padded = rankPadded(g, R.k);
   Value mine = g.load(R.keys, g.minU(j, g.sub(padded, g.idx(1))));
   Value stride = g.mul(s, g.idx(kRankUnroll));
   Value rounds = g.divU(padded, stride);
@@ -632,8 +641,7 @@ void emitSelection(Gen &g, const SelectRow &R) {
         x.ifThen(
             x.cmpI(arith::CmpIPredicate::sle, R.k, x.idx(kRankSortSize)),
             [&](Gen &y) {
-              Value padded =
-                  y.mul(y.ceilDiv(R.k, y.idx(kRankPad)), y.idx(kRankPad));
+              Value padded = rankPadded(y, R.k);
               Value i = y.add(R.k, R.tid);
               y.ifThen(y.lt(i, padded),
                        [&](Gen &z) { z.store(z.i64(0), R.keys, i); });

@@ -152,6 +152,7 @@ private:
   int64_t rowPartRegisters();
   Value emitRowSearch(Gen &x, Value indptr, Value rows, Value target);
   bool tryWiderLanes(int64_t wide);
+  void planHoistAndRowPart();
   DictionaryAttr planAttr();
   KernelPlan plan;
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
@@ -719,19 +720,23 @@ int64_t TileKernel::planItemsPerIteration() {
   return unroll;
 }
 
+/// After inferShapes: whether the per-row part is hoisted (its layout
+/// allows it, on the indexer side, unless the option forbids it), and what
+/// the loop carries.
+void TileKernel::planHoistAndRowPart() {
+  plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
+  planRowPart();
+}
+
 /// Lays the kernel out over `wide` lanes instead when it can, hoisting as
 /// before, and its carried per-row values fit the register budget; else
 /// leaves the plan as it was. Returns whether it took them.
 bool TileKernel::tryWiderLanes(int64_t wide) {
   int64_t before = lanes;
   bool hoisted = plan.hoist, known = true;
-  auto replan = [&] {
-    plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
-    planRowPart();
-  };
   lanes = wide;
   if (succeeded(inferShapes(known))) {
-    replan();
+    planHoistAndRowPart();
     // ptxas allocates for the row change too: a per-row part past twice
     // the budget at the wider width (G = 5's masked q, 208 registers over
     // 8 lanes) took 166 registers, one CTA per SM.
@@ -742,7 +747,7 @@ bool TileKernel::tryWiderLanes(int64_t wide) {
   lanes = before;
   // The layout at `before` lanes succeeded already.
   (void)inferShapes(known);
-  replan();
+  planHoistAndRowPart();
   return false;
 }
 
@@ -787,8 +792,7 @@ LogicalResult TileKernel::planKernel() {
     if (failed(inferShapes(known)))
       return root->emitOpError("internal error: no narrow layout");
   }
-  plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
-  planRowPart();
+  planHoistAndRowPart();
   if (!forced && indexerSide && lanes == natural && natural >= 4)
     tryWiderLanes(natural / 2);
   plan.lanes = lanes;
