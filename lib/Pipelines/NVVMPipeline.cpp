@@ -191,12 +191,13 @@ void vortex::buildVortexNVVMLowerStage(
 
 void vortex::buildVortexNVVMBinaryStage(
     OpPassManager &pm, const VortexNVVMPipelineOptions &options) {
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
+  // gpu-module-to-binary, but PTX is compiled a kernel per thread.
+  VortexGPUSerializeKernelsOptions binary;
+  binary.format = options.format;
   // Debian's MLIR has no compiled-in toolkit path: without one, math ops stay
   // unresolved libdevice calls (.extern .func __nv_expf) in the PTX.
   binary.toolkitPath = findCUDAToolkit(options.cudaPath);
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createVortexGPUSerializeKernels(binary));
 }
 
 void vortex::buildVortexToNVVMPipeline(

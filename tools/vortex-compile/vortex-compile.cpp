@@ -277,7 +277,10 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
   }
   std::string arch = "-arch=" + chipName();
   std::string opt = "-O" + std::to_string(optLevel);
-  SmallVector<StringRef> args = {ptxas, arch, opt, ptxPath, "-o", cubinPath};
+  // --split-compile=0: ptxas compiles the kernels on all cores (the same
+  // SASS as one thread, checked section by section).
+  SmallVector<StringRef> args = {ptxas,        arch, opt, "--split-compile=0",
+                                 ptxPath,      "-o", cubinPath};
   if (succeeded(runTool(ptxas, args,
                         ptxas + " " + arch + " " + opt + " " + ptxPath)))
     return success();

@@ -211,6 +211,12 @@ gpu::GPUFuncOp createKernel(FlowContext &ctx, OpBuilder &b, Location loc,
                             StringRef name, ArrayRef<Param> params,
                             int64_t threads);
 
+/// Marks every scf.for of `func` so that LLVM does not unroll it by a
+/// runtime count (an unrolled body plus a remainder loop): for kernels
+/// whose loops run a few iterations, where the copies only cost compile
+/// time. Loops of a constant trip count may still be unrolled.
+void keepLoopsRolled(gpu::GPUFuncOp func);
+
 } // namespace mlir::vortex::gpugen
 
 #endif // VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H

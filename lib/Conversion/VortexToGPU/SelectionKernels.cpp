@@ -849,6 +849,9 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   g.ifThen(g.andI(first, g.notI(ok)),
            [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
   gpu::ReturnOp::create(b, loc);
+  // Its loops run once per 256 keys or rows: runtime unrolling would only
+  // double the largest kernel's LLVM and ptxas time.
+  keepLoopsRolled(func);
 
   recordRowKernel(
       ctx, name, kSelectThreads,

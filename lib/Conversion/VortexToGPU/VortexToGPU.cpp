@@ -10,6 +10,7 @@
 #include "KernelBuilder.h"
 #include "Vortex/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::vortex {
@@ -94,6 +95,22 @@ gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
       b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   b.setInsertionPointToStart(&func.getBody().front());
   return func;
+}
+
+void mlir::vortex::gpugen::keepLoopsRolled(gpu::GPUFuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  auto unroll = LLVM::LoopUnrollAttr::get(
+      ctx, /*disable=*/{}, /*count=*/{}, /*runtimeDisable=*/BoolAttr::get(ctx, true),
+      /*full=*/{}, {}, {}, {});
+  auto annotation = LLVM::LoopAnnotationAttr::get(
+      ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
+  // scf-to-cf moves LLVM attributes of a loop onto its back edge, where the
+  // LLVM translation makes them the loop's llvm.loop metadata.
+  func.walk([&](scf::ForOp loop) {
+    loop->setAttr(LLVM::BrOp::getLoopAnnotationAttrName(
+                      OperationName(LLVM::BrOp::getOperationName(), ctx)),
+                  annotation);
+  });
 }
 
 namespace {

@@ -41,12 +41,19 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // lanes stay 16 bytes wide); an item loads one centroid row (8 bf16, 4
 // registers) plus the 8-register allowance, and two items would pass the
 // budget.
+// The top-k's loops are kept rolled: LLVM may not unroll them by a runtime
+// count. The score kernel's loops are left to LLVM.
+// CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<runtimeDisable = true>
+// CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
 // CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// CHECK-NOT: loop_annotation
 // The top-k's fixed decisions; no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
 // CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64}
+// CHECK: scf.for
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
 // topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 256 threads per SM.
 // TOPK-LABEL: gpu.func @centroids_indexer_topk(
 // TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64

@@ -109,4 +109,42 @@ def VortexGPULowerFp8 : Pass<"vortex-gpu-lower-fp8"> {
   ];
 }
 
+def VortexGPUSerializeKernels
+    : Pass<"vortex-gpu-serialize-kernels", "::mlir::ModuleOp"> {
+  let summary = "gpu-module-to-binary with each kernel serialized on its own "
+                "thread";
+  let description = [{
+    Does what `gpu-module-to-binary` does (every `gpu.module` becomes a
+    `gpu.binary` holding one object per target), but for PTX (`format` isa)
+    it serializes each kernel of a module on its own: a copy of the module
+    that keeps that kernel and the symbols it uses, translated to LLVM IR,
+    optimized and compiled to PTX on the context's thread pool, largest
+    first. The pieces' PTX is then joined into one PTX module, in the
+    kernels' order. LLVM optimizes and compiles each function separately,
+    so every kernel's PTX is the same as from the whole module; a flow's
+    kernels compile in parallel.
+
+    The module is serialized whole, as `gpu-module-to-binary` would, when
+    the pieces could not be joined: formats other than isa (a cubin is
+    assembled whole), modules of one kernel, and PTX that holds anything at
+    module scope besides its kernel (a `.func`, a `.global`), which two
+    pieces could both define.
+
+    An unknown `format` is rejected, as is a `gpu.module` without targets.
+
+    ```mlir
+    gpu.module @k [#nvvm.target<chip = "sm_90">] { llvm.func @a() ... llvm.func @b() ... }
+    // becomes
+    gpu.binary @k [#gpu.object<#nvvm.target<chip = "sm_90">, assembly = "... .entry a ... .entry b ...">]
+    ```
+  }];
+  let options = [
+    Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
+           "The CUDA toolkit (libdevice); empty: none">,
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "isa (PTX), bin, fatbin or llvm, as in gpu-module-to-binary">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // VORTEX_TRANSFORMS_GPU_PASSES_TD

@@ -1,0 +1,232 @@
+//===- SerializeKernels.cpp - gpu-module-to-binary, a kernel per thread ---===//
+//
+// LLVM's optimization and NVPTX code generation spend most of a flow's time
+// to PTX, and a flow has several kernels, one of them (the top-k) several
+// times larger than the rest. LLVM compiles each function on its own, so a
+// copy of the gpu.module per kernel gives the same PTX per kernel and lets
+// the copies compile on separate threads; PTX is text, and the pieces join
+// into the PTX of the whole module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Vortex/Transforms/GPU/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace mlir::vortex {
+#define GEN_PASS_DEF_VORTEXGPUSERIALIZEKERNELS
+#include "Vortex/Transforms/GPU/Passes.h.inc"
+} // namespace mlir::vortex
+
+using namespace mlir;
+
+namespace {
+
+bool isKernel(Operation &op) {
+  return isa<SymbolOpInterface>(op) &&
+         op.hasAttr(gpu::GPUDialect::getKernelFuncAttrName());
+}
+
+/// A copy of `module` (not inserted anywhere) with `kernel` as its only
+/// kernel and only the symbols that kernel still uses.
+gpu::GPUModuleOp pieceFor(gpu::GPUModuleOp module, StringAttr kernel) {
+  auto piece = cast<gpu::GPUModuleOp>(module->clone());
+  Block &body = piece.getBodyRegion().front();
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (isKernel(op) && SymbolTable::getSymbolName(&op) != kernel)
+      op.erase();
+  // Erasing a symbol can leave others unused (a global only it read).
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (!isa<SymbolOpInterface>(op) || isKernel(op) ||
+          !SymbolTable::symbolKnownUseEmpty(&op, piece))
+        continue;
+      op.erase();
+      erased = true;
+    }
+  }
+  return piece;
+}
+
+/// What may stand at a PTX module's top level in a piece: the header, one
+/// kernel and its performance directives. Inside a function every line is
+/// indented, a label starts with '$'.
+bool isPieceTopLevel(StringRef line) {
+  return line.starts_with(".version") || line.starts_with(".target") ||
+         line.starts_with(".address_size") ||
+         line.starts_with(".visible .entry") || line.starts_with(".entry") ||
+         line.starts_with(".maxntid") || line.starts_with(".reqntid") ||
+         line.starts_with(".minnctapersm") || line.starts_with(".maxnreg") ||
+         line.starts_with(".maxclusterrank") ||
+         line.starts_with(".reqnctapercluster") ||
+         line.starts_with(".explicitcluster");
+}
+
+/// The PTX of the pieces as one module: the first piece whole, the others
+/// from after their header (which must be the first's). Nothing if a piece
+/// holds more than its kernel at the top level: a `.func` or `.global` two
+/// pieces could both define.
+std::optional<std::string> joinPTX(ArrayRef<SmallVector<char, 0>> pieces) {
+  std::string joined, header;
+  for (const SmallVector<char, 0> &bytes : pieces) {
+    StringRef ptx(bytes.data(), bytes.size());
+    ptx = ptx.rtrim('\0');
+    size_t headerEnd = ptx.find("\n.address_size");
+    if (headerEnd == StringRef::npos)
+      return std::nullopt;
+    headerEnd = ptx.find('\n', headerEnd + 1);
+    if (headerEnd == StringRef::npos)
+      return std::nullopt;
+    StringRef pieceHeader = ptx.take_front(headerEnd + 1);
+    StringRef rest = ptx.drop_front(headerEnd + 1);
+    int entries = 0;
+    SmallVector<StringRef> lines;
+    rest.split(lines, '\n');
+    for (StringRef line : lines) {
+      if (!line.starts_with("."))
+        continue;
+      if (!isPieceTopLevel(line))
+        return std::nullopt;
+      entries += line.starts_with(".visible .entry") ||
+                 line.starts_with(".entry");
+    }
+    if (entries != 1)
+      return std::nullopt;
+    if (joined.empty()) {
+      header = pieceHeader.substr(pieceHeader.find(".version")).str();
+      joined = ptx.str();
+      continue;
+    }
+    if (pieceHeader.substr(pieceHeader.find(".version")) != header)
+      return std::nullopt;
+    joined += rest.str();
+  }
+  return joined;
+}
+
+struct SerializeKernels
+    : mlir::vortex::impl::VortexGPUSerializeKernelsBase<SerializeKernels> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<gpu::CompilationTarget> target =
+        llvm::StringSwitch<std::optional<gpu::CompilationTarget>>(format)
+            .Cases({"offloading", "llvm"}, gpu::CompilationTarget::Offload)
+            .Cases({"assembly", "isa"}, gpu::CompilationTarget::Assembly)
+            .Cases({"binary", "bin"}, gpu::CompilationTarget::Binary)
+            .Cases({"fatbinary", "fatbin"}, gpu::CompilationTarget::Fatbin)
+            .Default(std::nullopt);
+    if (!target) {
+      getOperation().emitError()
+          << "unknown format '" << format
+          << "'; expected isa, bin, fatbin or llvm (or assembly, binary, "
+             "fatbinary, offloading)";
+      return signalPassFailure();
+    }
+    gpu::TargetOptions options(toolkitPath, /*librariesToLink=*/{},
+                               /*cmdOptions=*/"", /*elfSection=*/"", *target);
+    for (auto module : llvm::make_early_inc_range(
+             getOperation().getBody()->getOps<gpu::GPUModuleOp>()))
+      if (failed(serialize(module, options)))
+        return signalPassFailure();
+  }
+
+  LogicalResult serialize(gpu::GPUModuleOp module,
+                          const gpu::TargetOptions &options) {
+    ArrayAttr targets = module.getTargetsAttr();
+    if (!targets || targets.empty())
+      return module.emitError("the module has no target attributes");
+    SmallVector<Attribute> objects;
+    for (Attribute attr : targets) {
+      auto target = dyn_cast<gpu::TargetAttrInterface>(attr);
+      if (!target)
+        return module.emitError() << "target " << attr
+                                  << " is not a GPU compilation target";
+      std::optional<SmallVector<char, 0>> object;
+      if (isa<NVVM::NVVMTargetAttr>(attr) &&
+          options.getCompilationTarget() == gpu::CompilationTarget::Assembly) {
+        FailureOr<std::optional<SmallVector<char, 0>>> joined =
+            serializeByKernel(module, target, options);
+        if (failed(joined))
+          return failure();
+        object = std::move(*joined);
+      }
+      if (!object)
+        object = target.serializeToObject(module, options);
+      if (!object)
+        return module.emitError("an error happened while serializing the "
+                                "module");
+      Attribute objectAttr = target.createObject(module, *object, options);
+      if (!objectAttr)
+        return module.emitError("an error happened while creating the "
+                                "object");
+      objects.push_back(objectAttr);
+    }
+    OpBuilder b(module);
+    b.setInsertionPointAfter(module);
+    gpu::BinaryOp::create(b, module.getLoc(), module.getName(),
+                          module.getOffloadingHandlerAttr(),
+                          b.getArrayAttr(objects));
+    module->erase();
+    return success();
+  }
+
+  /// The module's PTX, each kernel compiled from its own piece; nothing
+  /// (serialize the module whole) when the pieces cannot be joined or there
+  /// is a single kernel.
+  FailureOr<std::optional<SmallVector<char, 0>>>
+  serializeByKernel(gpu::GPUModuleOp module, gpu::TargetAttrInterface target,
+                    const gpu::TargetOptions &options) {
+    SmallVector<StringAttr> kernels;
+    for (Operation &op : module.getBodyRegion().front())
+      if (isKernel(op))
+        kernels.push_back(SymbolTable::getSymbolName(&op));
+    if (kernels.size() < 2)
+      return std::optional<SmallVector<char, 0>>();
+    SmallVector<gpu::GPUModuleOp> pieces;
+    for (StringAttr kernel : kernels)
+      pieces.push_back(pieceFor(module, kernel));
+    llvm::scope_exit destroyPieces([&] {
+      for (gpu::GPUModuleOp piece : pieces)
+        piece->erase();
+    });
+    // Largest first: the threads take pieces in order, and the largest
+    // bounds the time.
+    SmallVector<size_t> order(pieces.size());
+    SmallVector<size_t> size(pieces.size(), 0);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      order[i] = i;
+      pieces[i]->walk([&](Operation *) { ++size[i]; });
+    }
+    llvm::stable_sort(order, [&](size_t a, size_t b) {
+      return size[a] > size[b];
+    });
+    SmallVector<SmallVector<char, 0>> ptx(pieces.size());
+    if (failed(failableParallelForEach(
+            &getContext(), order, [&](size_t i) -> LogicalResult {
+              std::optional<SmallVector<char, 0>> object =
+                  target.serializeToObject(pieces[i], options);
+              if (!object)
+                return pieces[i].emitError()
+                       << "an error happened while serializing kernel @"
+                       << kernels[i].getValue();
+              ptx[i] = std::move(*object);
+              return success();
+            })))
+      return failure();
+    std::optional<std::string> joined = joinPTX(ptx);
+    if (!joined)
+      return std::optional<SmallVector<char, 0>>();
+    return std::optional<SmallVector<char, 0>>(
+        SmallVector<char, 0>(joined->begin(), joined->end()));
+  }
+};
+
+} // namespace
