@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
+
+    python3 bench/bench_compile.py [--compile build/bin/vortex-compile]
+        [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
+
+Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
+with --no-cubin (PTX only), one process at a time on an otherwise idle
+machine; the wall time of each process is reported as min / median / max.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_FLOWS = ["block_sparse_attention", "gqa_quest_sparse_attention",
+                 "running_avg_block_sparse"]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def time_once(cmd) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compile",
+                    default=os.path.join(ROOT, "build", "bin", "vortex-compile"))
+    ap.add_argument("--flows", nargs="*", default=DEFAULT_FLOWS)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--chip", default="sm_90")
+    ap.add_argument("--md", default=None, help="markdown output path")
+    args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    if not os.access(args.compile, os.X_OK):
+        ap.error(f"--compile: {args.compile} is not an executable "
+                 "(build it: scripts/build.sh vortex-compile)")
+    for flow in args.flows:
+        if not os.path.isfile(os.path.join(ROOT, "examples", flow + ".mlir")):
+            ap.error(f"--flows: no examples/{flow}.mlir")
+
+    lines = [f"machine: {cpu_model()}, {os.cpu_count()} cores; "
+             f"{args.runs} runs per row, wall seconds min / median / max",
+             "",
+             "| flow | to cubin | PTX only (--no-cubin) |",
+             "|---|---|---|"]
+    with tempfile.TemporaryDirectory() as out:
+        for flow in args.flows:
+            src = os.path.join(ROOT, "examples", flow + ".mlir")
+            base = [args.compile, src, "-o", out, f"--target={args.chip}"]
+            time_once(base)  # warm the file cache
+            cells = []
+            for extra in ([], ["--no-cubin"]):
+                t = sorted(time_once(base + extra) for _ in range(args.runs))
+                cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} / "
+                             f"{t[-1]:.2f}")
+            lines.append(f"| {flow} | {cells[0]} | {cells[1]} |")
+            print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(f"command: {' '.join(sys.argv)}\n\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
