@@ -292,6 +292,8 @@ void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
 struct SelectRow {
   Value keys, hist, ctl, warpSums, score, dense, out, tid;
   Value lo, m, k, at;
+  /// ids[s]: the block id of the key in keys[s], for k <= kRankSortSize.
+  Value ids;
 };
 
 /// A row's score keys: the first kRegisterKeys * kSelectThreads positions in
@@ -300,7 +302,10 @@ struct SelectRow {
 /// pass. One code path for every row length.
 struct KeySource {
   const SelectRow &R;
-  SmallVector<Value> regs;
+  /// regs[e]: the key at position tid + e * kSelectThreads; ids[e]: its
+  /// block id, loaded with it so that the kept keys' ids need no load after
+  /// the sort.
+  SmallVector<Value> regs, ids;
 
   static constexpr int64_t kHeld = kRegisterKeys * kSelectThreads;
 
@@ -308,45 +313,63 @@ struct KeySource {
   static Value load(Gen &g, const SelectRow &R, Value i) {
     return scoreKey(g, g.load(R.score, g.add(R.lo, i)));
   }
+  /// The block id of scored position i, read from global memory.
+  static Value loadId(Gen &g, const SelectRow &R, Value i) {
+    return g.load(R.dense, g.add(R.lo, i));
+  }
 
-  /// Loads the keys this thread holds into registers (past the row: a copy
-  /// of its last key).
+  /// Loads the keys this thread holds, and their ids, into registers (past
+  /// the row: copies of its last).
   static KeySource get(Gen &g, const SelectRow &R) {
-    KeySource src{R, {}};
+    KeySource src{R, {}, {}};
     Value last = g.sub(R.m, g.idx(1));
-    for (int64_t e = 0; e < kRegisterKeys; ++e)
-      src.regs.push_back(
-          load(g, R, g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last)));
+    for (int64_t e = 0; e < kRegisterKeys; ++e) {
+      Value i = g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last);
+      src.regs.push_back(load(g, R, i));
+      src.ids.push_back(loadId(g, R, i));
+    }
     return src;
   }
 
-  /// body(key, i) for every scored position i this thread holds. No
+  /// body(key, i, id) for every scored position i this thread holds; id is
+  /// its block id when held in a register, else null (idOr loads it). No
   /// barrier in the body.
-  void forEach(Gen &g, function_ref<void(Gen &, Value, Value)> body) const {
+  void forEach(Gen &g,
+               function_ref<void(Gen &, Value, Value, Value)> body) const {
     for (int64_t e = 0; e < kRegisterKeys; ++e) {
       Value i = g.add(R.tid, g.idx(e * kSelectThreads));
-      g.ifThen(g.lt(i, R.m), [&](Gen &x) { body(x, regs[e], i); });
+      g.ifThen(g.lt(i, R.m), [&](Gen &x) { body(x, regs[e], i, ids[e]); });
     }
     strided(g, g.idx(kHeld), R.m, R.tid, kSelectThreads, {},
             [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
-              body(x, load(x, R, i), i);
+              body(x, load(x, R, i), i, Value());
               return {};
             });
   }
 
-  /// The key at position i = round * kSelectThreads + tid (i < m).
-  Value keyOfRound(Gen &g, Value round, Value i) const {
-    Value key = regs[0];
-    for (int64_t e = 1; e < kRegisterKeys; ++e)
-      key = g.select(g.cmpI(arith::CmpIPredicate::eq, round, g.idx(e)),
-                     regs[e], key);
+  /// `id` if there is one, else the block id of position i from memory.
+  Value idOr(Gen &g, Value id, Value i) const {
+    return id ? id : loadId(g, R, i);
+  }
+
+  /// The key at position i = round * kSelectThreads + tid (i < m), and its
+  /// block id.
+  std::pair<Value, Value> keyOfRound(Gen &g, Value round, Value i) const {
+    Value key = regs[0], id = ids[0];
+    for (int64_t e = 1; e < kRegisterKeys; ++e) {
+      Value here = g.cmpI(arith::CmpIPredicate::eq, round, g.idx(e));
+      key = g.select(here, regs[e], key);
+      id = g.select(here, ids[e], id);
+    }
     Value held = g.lt(round, g.idx(kRegisterKeys));
-    return g.ifElse(held, {key.getType()},
-                    [&](Gen &) { return SmallVector<Value>{key}; },
-                    [&](Gen &x) {
-                      return SmallVector<Value>{
-                          load(x, R, x.minI(i, x.sub(R.m, x.idx(1))))};
-                    })[0];
+    SmallVector<Value> pair = g.ifElse(
+        held, {key.getType(), id.getType()},
+        [&](Gen &) { return SmallVector<Value>{key, id}; },
+        [&](Gen &x) {
+          Value at = x.minI(i, x.sub(R.m, x.idx(1)));
+          return SmallVector<Value>{load(x, R, at), loadId(x, R, at)};
+        });
+    return {pair[0], pair[1]};
   }
 };
 
@@ -362,6 +385,9 @@ void findDigit(Gen &g, const SelectRow &R, Value remaining) {
     bins.push_back(g.load(R.hist, g.sub(top, g.idx(j))));
     sum = g.add(sum, bins.back());
   }
+  // Zeroed for the next pass, whose atomics follow the next barrier.
+  for (int64_t j = 0; j < 8; ++j)
+    g.store(g.i32(0), R.hist, g.sub(top, g.idx(j)));
   Value incl = warpInclusiveSum(g, lane, sum);
   Value excl = g.sub(incl, sum);
   Value here = g.andI(g.cmpI(arith::CmpIPredicate::slt, excl, remaining),
@@ -413,6 +439,10 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
               });
   maxLocal = bounds.getResult(0);
   minLocal = bounds.getResult(1);
+  // The first pass's histogram starts at 0 (the reduction's barriers order
+  // this before its atomics); findDigit zeroes it for the next pass.
+  g.ifThen(g.lt(R.tid, g.idx(kRadixBins)),
+           [&](Gen &x) { x.store(x.i32(0), R.hist, R.tid); });
   SmallVector<Value> bound = ctaAllReduce(
       g, R.tid, {maxLocal, minLocal},
       {gpu::AllReduceOperation::MAXUI, gpu::AllReduceOperation::MINUI},
@@ -438,11 +468,8 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
         Value width = arith::MinUIOp::create(nb, l, low, w.i64(8));
         Value shift = w.sub(low, width);
         Value mask = w.sub(shl(w, w.i64(1), width), w.i64(1));
-        w.ifThen(w.lt(R.tid, w.idx(kRadixBins)),
-                 [&](Gen &x) { x.store(x.i32(0), R.hist, R.tid); });
-        gpu::BarrierOp::create(nb, l);
         Value target = shr(w, prefix, low);
-        src.forEach(w, [&](Gen &x, Value key32, Value) {
+        src.forEach(w, [&](Gen &x, Value key32, Value, Value) {
           Value key = zext64(x, key32);
           x.ifThen(x.cmpI(arith::CmpIPredicate::eq, shr(x, key, low), target),
                    [&](Gen &y) {
@@ -471,22 +498,28 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
           loop.getResult(3)};
 }
 
-/// Appends the sort key of (key, i) to the gathered keys (an atomic slot).
-void pushKey(Gen &g, const SelectRow &R, Value key, Value i) {
-  Value slot = atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1));
-  g.store(sortKeyOf(g, key, i), R.keys, g.toIndex(slot));
+/// Appends the sort key of (key, i) to the gathered keys (an atomic slot),
+/// and for the rank sort its block id.
+void pushKey(Gen &g, const SelectRow &R, Value key, Value i,
+             function_ref<Value(Gen &)> idOf) {
+  Value slot = g.toIndex(atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1)));
+  g.store(sortKeyOf(g, key, i), R.keys, slot);
+  g.ifThen(g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize)),
+           [&](Gen &x) { x.store(idOf(x), R.ids, slot); });
 }
 
 /// Gathers the row's k best keys (unordered) into keys[0, k).
 void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
   const SelectRow &R = src.R;
   Value target = shr(g, t.prefix, t.low);
-  src.forEach(g, [&](Gen &x, Value key, Value i) {
+  src.forEach(g, [&](Gen &x, Value key, Value i, Value id) {
     Value high = shr(x, zext64(x, key), t.low);
     Value keep =
         x.orI(x.cmpI(arith::CmpIPredicate::ugt, high, target),
               x.andI(t.done, x.cmpI(arith::CmpIPredicate::eq, high, target)));
-    x.ifThen(keep, [&](Gen &y) { pushKey(y, R, key, i); });
+    x.ifThen(keep, [&](Gen &y) {
+      pushKey(y, R, key, i, [&](Gen &z) { return src.idOr(z, id, i); });
+    });
   });
   // Ties at the threshold: the first `remaining` by position, ranked with a
   // CTA-wide scan per round of kSelectThreads positions.
@@ -496,7 +529,7 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
         x.idx(0), rounds, {x.i32(0)},
         [&](Gen &y, Value j, ValueRange acc) -> SmallVector<Value> {
           Value i = y.add(y.mul(j, y.idx(kSelectThreads)), R.tid);
-          Value key = src.keyOfRound(y, j, i);
+          auto [key, id] = src.keyOfRound(y, j, i);
           Value tie = y.andI(y.lt(i, R.m),
                              y.cmpI(arith::CmpIPredicate::eq,
                                     zext64(y, key), t.prefix));
@@ -504,7 +537,9 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
           rank = y.add(acc[0], rank);
           y.ifThen(y.andI(tie, y.cmpI(arith::CmpIPredicate::slt, rank,
                                       t.remaining)),
-                   [&](Gen &z) { pushKey(z, R, key, i); });
+                   [&](Gen &z) {
+                     pushKey(z, R, key, i, [&](Gen &) { return id; });
+                   });
           return {y.add(acc[0], total)};
         });
   });
@@ -537,7 +572,10 @@ void rankSortAndWrite(Gen &g, const SelectRow &R) {
                  g.idx(t), s);
   Value j = g.divU(R.tid, s), part = g.remU(R.tid, s);
   Value padded = rankPadded(g, R.k);
-  Value mine = g.load(R.keys, g.minU(j, g.sub(padded, g.idx(1))));
+  Value at = g.minU(j, g.sub(padded, g.idx(1)));
+  Value mine = g.load(R.keys, at);
+  // Past k (the padding) the id is stale, but nothing past k is written.
+  Value id = g.load(R.ids, g.minU(at, g.idx(kRankSortSize - 1)));
   Value stride = g.mul(s, g.idx(kRankUnroll));
   Value rounds = g.divU(padded, stride);
   Value larger =
@@ -568,7 +606,9 @@ void rankSortAndWrite(Gen &g, const SelectRow &R) {
   }
   g.ifThen(g.andI(g.lt(j, R.k),
                   g.cmpI(arith::CmpIPredicate::eq, part, g.idx(0))),
-           [&](Gen &x) { writePick(x, R, mine, x.toIndex(larger)); });
+           [&](Gen &x) {
+             x.store(id, R.out, x.add(R.at, x.toIndex(larger)));
+           });
 }
 
 /// Sorts the k gathered keys and writes them in descending order.
@@ -760,6 +800,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   Value ctl = sharedBuffer(func, kCtlWords, i32);
   // Two words per warp: the row's maximum and minimum keys reduce together.
   Value warpSums = sharedBuffer(func, 2 * kSelectWarps, i32);
+  Value ids = sharedBuffer(func, kRankSortSize, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value score = func.getArgument(3);
@@ -822,8 +863,13 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
           copy(x, row.hi, row.end,
                x.sub(x.add(offset, row.budget), x.idx(eos)));
           Value k = x.sub(row.budget, x.idx(bos + eos));
-          SelectRow R{keys, hist, ctl, warpSums, score, dense, out, tid, row.lo,
-                      x.sub(row.hi, row.lo), k, x.add(offset, x.idx(bos))};
+          SelectRow R{keys,   hist,
+                      ctl,    warpSums,
+                      score,  dense,
+                      out,    tid,
+                      row.lo, x.sub(row.hi, row.lo),
+                      k,      x.add(offset, x.idx(bos)),
+                      ids};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
           return {};
@@ -855,7 +901,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
 
   recordRowKernel(
       ctx, name, kSelectThreads,
-      kSortCapacity * 8 + (kRadixBins + kCtlWords + 2 * kSelectWarps) * 4,
+      kSortCapacity * 8 +
+          (kRadixBins + kCtlWords + 2 * kSelectWarps + kRankSortSize) * 4,
       params,
       {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf},
       {outPtr, outIdx, ctx.statusBuffer()});

@@ -100,8 +100,8 @@ gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
 void mlir::vortex::gpugen::keepLoopsRolled(gpu::GPUFuncOp func) {
   MLIRContext *ctx = func.getContext();
   auto unroll = LLVM::LoopUnrollAttr::get(
-      ctx, /*disable=*/{}, /*count=*/{}, /*runtimeDisable=*/BoolAttr::get(ctx, true),
-      /*full=*/{}, {}, {}, {});
+      ctx, /*disable=*/{}, /*count=*/{},
+      /*runtimeDisable=*/BoolAttr::get(ctx, true), /*full=*/{}, {}, {}, {});
   auto annotation = LLVM::LoopAnnotationAttr::get(
       ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   // scf-to-cf moves LLVM attributes of a loop onto its back edge, where the

@@ -105,24 +105,37 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // Top-k: 256 threads, a radix select (the row's largest and smallest keys
 // in one CTA reduction: butterfly shuffles, the warps' partials through
-// shared memory; 8-bit digit histograms by shared atomics; warp scans by
-// shuffle up), then the k kept 64-bit keys placed by rank: each counts the
-// larger keys, partial counts summed by 32-bit shuffles; no 64-bit shuffle.
+// shared memory; 8-bit digit histograms by shared atomics, zeroed once
+// before the passes and then by the warp that scans them, so a pass starts
+// without a barrier; warp scans by shuffle up), then the k kept 64-bit keys
+// placed by rank: each counts the larger keys, partial counts summed by
+// 32-bit shuffles, no 64-bit shuffle. The kept keys' block ids go to shared
+// memory at the gather (loaded with the keys), so the write needs no
+// global load.
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %{{.+}} : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %[[HIST:.+]] : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>, %[[IDS:.+]] : memref<256xi32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK-NOT: gpu.all_reduce
+// CHECK: memref.store %{{.+}}, %[[HIST]][
 // CHECK: gpu.shuffle xor
 // CHECK: arith.maxui
 // CHECK: arith.minui
 // CHECK: gpu.barrier
 // CHECK: scf.while
-// CHECK: memref.atomic_rmw addi
+// CHECK: } do {
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[HIST]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[HIST]]
+// CHECK-COUNT-8: memref.store %{{.+}}, %[[HIST]][
 // CHECK: gpu.shuffle up
 // CHECK: gpu.barrier
+// CHECK: memref.store %{{.+}}, %[[IDS]][
+// CHECK: %[[ID:.+]] = memref.load %[[IDS]][
 // CHECK: arith.cmpi ugt, %{{.+}}, %{{.+}} : i64
 // CHECK: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i32
 // CHECK-NOT: gpu.shuffle xor %{{.+}}, %{{.+}}, %{{.+}} : i64
+// CHECK: memref.store %[[ID]], %{{.+}}[
 // CHECK: gpu.return
 
 // Cache: one group per completed block, its 16 rows loaded as vectors.

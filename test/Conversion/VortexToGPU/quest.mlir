@@ -22,7 +22,7 @@
 // CHECK-SAME: writes = ["scratch0", "status"]
 // CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
-// CHECK-SAME: shared_bytes = 33872
+// CHECK-SAME: shared_bytes = 34896
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
