@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
-    python3 bench/bench_compile.py [--compile build/bin/vortex-compile]
+    python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
         [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
 with --no-cubin (PTX only), one process at a time on an otherwise idle
 machine; the wall time of each process is reported as min / median / max.
+With several compilers their runs alternate, so that they see the same
+machine: a shared machine's speed drifts by tens of percent within an hour.
 """
 
 import argparse
@@ -43,8 +45,9 @@ def time_once(cmd) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--compile",
-                    default=os.path.join(ROOT, "build", "bin", "vortex-compile"))
+    ap.add_argument("--compile", nargs="+",
+                    default=[os.path.join(ROOT, "build", "bin",
+                                          "vortex-compile")])
     ap.add_argument("--flows", nargs="*", default=DEFAULT_FLOWS)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--chip", default="sm_90")
@@ -52,9 +55,10 @@ def main() -> int:
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
-    if not os.access(args.compile, os.X_OK):
-        ap.error(f"--compile: {args.compile} is not an executable "
-                 "(build it: scripts/build.sh vortex-compile)")
+    for tool in args.compile:
+        if not os.access(tool, os.X_OK):
+            ap.error(f"--compile: {tool} is not an executable "
+                     "(build it: scripts/build.sh vortex-compile)")
     for flow in args.flows:
         if not os.path.isfile(os.path.join(ROOT, "examples", flow + ".mlir")):
             ap.error(f"--flows: no examples/{flow}.mlir")
@@ -62,20 +66,28 @@ def main() -> int:
     lines = [f"machine: {cpu_model()}, {os.cpu_count()} cores; "
              f"{args.runs} runs per row, wall seconds min / median / max",
              "",
-             "| flow | to cubin | PTX only (--no-cubin) |",
-             "|---|---|---|"]
+             "| compiler | flow | to cubin | PTX only (--no-cubin) |",
+             "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as out:
         for flow in args.flows:
             src = os.path.join(ROOT, "examples", flow + ".mlir")
-            base = [args.compile, src, "-o", out, f"--target={args.chip}"]
-            time_once(base)  # warm the file cache
-            cells = []
-            for extra in ([], ["--no-cubin"]):
-                t = sorted(time_once(base + extra) for _ in range(args.runs))
-                cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} / "
-                             f"{t[-1]:.2f}")
-            lines.append(f"| {flow} | {cells[0]} | {cells[1]} |")
-            print(lines[-1], flush=True)
+            times = {}
+            for tool in args.compile:
+                time_once([tool, src, "-o", out, f"--target={args.chip}"])
+            for _ in range(args.runs):
+                for tool in args.compile:
+                    base = [tool, src, "-o", out, f"--target={args.chip}"]
+                    for extra in ("", "--no-cubin"):
+                        times.setdefault((tool, extra), []).append(
+                            time_once(base + ([extra] if extra else [])))
+            for tool in args.compile:
+                cells = []
+                for extra in ("", "--no-cubin"):
+                    t = sorted(times[(tool, extra)])
+                    cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} "
+                                 f"/ {t[-1]:.2f}")
+                lines.append(f"| {tool} | {flow} | {cells[0]} | {cells[1]} |")
+                print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.md:

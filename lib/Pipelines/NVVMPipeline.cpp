@@ -159,8 +159,9 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexMaskPadding());
   pm.addPass(createConvertVortexToGPU());
 
-  // Close MLIR 22's gaps before anything lowers to LLVM.
-  OpPassManager &prepare = pm.nest<gpu::GPUModuleOp>();
+  // Close MLIR 22's gaps before anything lowers to LLVM. On each function
+  // (any op) of a module: the pass manager runs them on separate threads.
+  OpPassManager &prepare = pm.nest<gpu::GPUModuleOp>().nestAny();
   VortexGPULowerFp8Options fp8;
   fp8.chip = options.chip;
   prepare.addPass(createVortexGPULowerFp8(fp8));
@@ -184,9 +185,10 @@ void vortex::buildVortexNVVMLowerStage(
 
   OpPassManager &lower = pm.nest<gpu::GPUModuleOp>();
   lower.addPass(createConvertGpuOpsToNVVMOps());
-  lower.addPass(createCanonicalizerPass());
-  lower.addPass(createCSEPass());
-  lower.addPass(createReconcileUnrealizedCastsPass());
+  OpPassManager &cleanup = lower.nestAny();
+  cleanup.addPass(createCanonicalizerPass());
+  cleanup.addPass(createCSEPass());
+  cleanup.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void vortex::buildVortexNVVMBinaryStage(
