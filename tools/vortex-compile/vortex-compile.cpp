@@ -279,10 +279,11 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
   std::string opt = "-O" + std::to_string(optLevel);
   // --split-compile=0: ptxas compiles the kernels on all cores (the same
   // SASS as one thread, checked section by section).
-  SmallVector<StringRef> args = {ptxas,        arch, opt, "--split-compile=0",
-                                 ptxPath,      "-o", cubinPath};
+  SmallVector<StringRef> args = {ptxas,   arch, opt, "--split-compile=0",
+                                 ptxPath, "-o", cubinPath};
+  // A failure names the command as run, up to its output file.
   if (succeeded(runTool(ptxas, args,
-                        ptxas + " " + arch + " " + opt + " " + ptxPath)))
+                        llvm::join(ArrayRef(args).drop_back(2), " "))))
     return success();
   llvm::sys::fs::remove(cubinPath);
   return failure();

@@ -498,14 +498,19 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
           loop.getResult(3)};
 }
 
+/// Whether the row's k kept keys are ordered by rank (rankSortAndWrite),
+/// which takes their block ids from `ids`; else by a bitonic sort.
+Value sortsByRank(Gen &g, const SelectRow &R) {
+  return g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize));
+}
+
 /// Appends the sort key of (key, i) to the gathered keys (an atomic slot),
 /// and for the rank sort its block id.
 void pushKey(Gen &g, const SelectRow &R, Value key, Value i,
              function_ref<Value(Gen &)> idOf) {
   Value slot = g.toIndex(atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1)));
   g.store(sortKeyOf(g, key, i), R.keys, slot);
-  g.ifThen(g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize)),
-           [&](Gen &x) { x.store(idOf(x), R.ids, slot); });
+  g.ifThen(sortsByRank(g, R), [&](Gen &x) { x.store(idOf(x), R.ids, slot); });
 }
 
 /// Gathers the row's k best keys (unordered) into keys[0, k).
@@ -614,7 +619,7 @@ void rankSortAndWrite(Gen &g, const SelectRow &R) {
 /// Sorts the k gathered keys and writes them in descending order.
 void sortAndWrite(Gen &g, const SelectRow &R) {
   g.ifElse(
-      g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize)), {},
+      sortsByRank(g, R), {},
       [&](Gen &x) -> SmallVector<Value> {
         rankSortAndWrite(x, R);
         return {};
@@ -678,14 +683,12 @@ void emitSelection(Gen &g, const SelectRow &R) {
                    y.store(y.i32(0), R.ctl, y.idx(kCtlSlots));
                  });
         // The rank sort's padding, beyond the k slots the gather fills.
-        x.ifThen(
-            x.cmpI(arith::CmpIPredicate::sle, R.k, x.idx(kRankSortSize)),
-            [&](Gen &y) {
-              Value padded = rankPadded(y, R.k);
-              Value i = y.add(R.k, R.tid);
-              y.ifThen(y.lt(i, padded),
-                       [&](Gen &z) { z.store(z.i64(0), R.keys, i); });
-            });
+        x.ifThen(sortsByRank(x, R), [&](Gen &y) {
+          Value padded = rankPadded(y, R.k);
+          Value i = y.add(R.k, R.tid);
+          y.ifThen(y.lt(i, padded),
+                   [&](Gen &z) { z.store(z.i64(0), R.keys, i); });
+        });
         gpu::BarrierOp::create(x.b, x.loc);
         KeySource src = KeySource::get(x, R);
         gatherSelected(x, src, radixThreshold(x, src));
