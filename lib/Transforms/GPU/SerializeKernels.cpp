@@ -99,14 +99,16 @@ std::optional<std::string> joinPTX(ArrayRef<SmallVector<char, 0>> pieces) {
     }
     if (entries != 1)
       return std::nullopt;
+    // The directives, without the generator's comment above them.
+    StringRef directives = pieceHeader.substr(pieceHeader.find(".version"));
     if (joined.empty()) {
-      header = pieceHeader.substr(pieceHeader.find(".version")).str();
+      header = directives.str();
       joined = ptx.str();
-      continue;
-    }
-    if (pieceHeader.substr(pieceHeader.find(".version")) != header)
+    } else if (directives != header) {
       return std::nullopt;
-    joined += rest.str();
+    } else {
+      joined += rest;
+    }
   }
   return joined;
 }
