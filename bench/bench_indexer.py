@@ -18,7 +18,9 @@ Measured (median of --reps timed runs after warm-up, CUDA events):
       CSR (runtime kernel subset), captured in a CUDA graph;
   (b) our whole indexer step (all its kernels), captured in a CUDA graph,
       and the same step launched without a graph (Python launch overhead
-      included, column "no graph");
+      included, column "no graph"); with --chain-launches both, also the
+      step without programmatic dependent launch, each way timed twice,
+      alternating, and averaged;
   (c) the HBM floors: bytes the step must move / measured copy bandwidth;
   (d) torch.compile of the torch reference of the same step
       (eager mode of the flow's Python module, vortex.eager.indexer, max_n
@@ -332,6 +334,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-check", action="store_true",
                     help="skip the selection sanity check against the reference")
     ap.add_argument("--md", default=None, help="markdown output path")
+    ap.add_argument("--chain-launches", choices=["on", "off", "both"],
+                    default="on",
+                    help="launch the step's chained kernels with programmatic "
+                         "dependent launch (on), without (off), or time the "
+                         "step both ways, alternating (both)")
     args = ap.parse_args(argv)
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -422,7 +429,16 @@ def main(argv=None) -> int:
                 return lambda i: run_ours(flow, S, i, kern)
 
             res = {}
-            for label, kern in (("score", score_k), ("step", None)):
+            flow.chain_launches = args.chain_launches != "off"
+            timed = [("score", score_k, flow.chain_launches),
+                     ("step", None, flow.chain_launches)]
+            if args.chain_launches == "both":
+                # Interleaved with the chained step, so both see one clock.
+                timed += [("step_unchained", None, False),
+                          ("step_chained2", None, True),
+                          ("step_unchained2", None, False)]
+            for label, kern, chained in timed:
+                flow.chain_launches = chained
                 g = graph_of(step(kern), K, n_sets)
                 if g is not None:
                     ms = time_cuda(g.replay, args.reps, args.warmup)
@@ -432,6 +448,14 @@ def main(argv=None) -> int:
                                    args.reps, args.warmup)
                 res[label] = ms * 1e3 / K
                 del g
+            flow.chain_launches = args.chain_launches != "off"
+            if "step_chained2" in res:
+                # Each way: the mean of its two runs.
+                res["step"] = (res["step"] + res.pop("step_chained2")) / 2
+                res["step_unchained"] = (res["step_unchained"] +
+                                         res.pop("step_unchained2")) / 2
+                print(f"    step chained {res['step']:.1f} us, unchained "
+                      f"{res['step_unchained']:.1f} us")
             ms = time_cuda(lambda: [run_ours(flow, S, j % n_sets)
                                     for j in range(K)], args.reps, args.warmup)
             res["nograph"] = ms * 1e3 / K
@@ -485,7 +509,8 @@ def main(argv=None) -> int:
                        step=res["step"], nograph=res["nograph"], stfloor=stf,
                        compile=res["compile"], eager=res["eager"], check=check,
                        cgraph=res["cgraph"], tscore=res["tri_score"],
-                       tstep=res["tri_step"], pcheck=res["peer_check"])
+                       tstep=res["tri_step"], pcheck=res["peer_check"],
+                       unchained=res.get("step_unchained"))
             rows_out.append(row)
             print(f"    score {res['score']:.1f} us (floor {sfl:.1f}), step "
                   f"{res['step']:.1f} us (floor {stf:.1f}; no graph "
@@ -497,8 +522,11 @@ def main(argv=None) -> int:
             torch.cuda.empty_cache()
         flow.close()
 
+    both = args.chain_launches == "both"
     hdr = ["flow", "G", "B", "rows", "topk_val", "score µs", "score floor µs",
-           "score/floor", "step µs", "step floor µs", "step/floor",
+           "score/floor", "step µs"] + (
+        ["step unchained µs"] if both else []) + [
+           "step floor µs", "step/floor",
            "step no-graph µs", "Triton score µs", "Triton step µs",
            "torch.compile graph µs", "torch.compile µs", "eager µs",
            "best peer score / ours", "best peer step / ours"]
@@ -512,7 +540,8 @@ def main(argv=None) -> int:
         lines.append("| " + " | ".join([
             r["flow"], str(r["G"]), str(r["B"]), str(r["R"]), str(r["topk"]),
             fmt(r["score"]), fmt(r["sfloor"]), ratio(r["score"], r["sfloor"]),
-            fmt(r["step"]), fmt(r["stfloor"]), ratio(r["step"], r["stfloor"]),
+            fmt(r["step"])] + ([fmt(r["unchained"])] if both else []) + [
+            fmt(r["stfloor"]), ratio(r["step"], r["stfloor"]),
             fmt(r["nograph"]), fmt(r["tscore"]), fmt(r["tstep"]),
             fmt(r["cgraph"]), fmt(r["compile"]), fmt(r["eager"]),
             ratio(r["tscore"], r["score"]),
@@ -523,7 +552,8 @@ def main(argv=None) -> int:
             f"{l2 / 2 ** 20:.0f} MiB; torch {torch.__version__}; "
             f"{args.heads} KV heads, {args.blocks} blocks of "
             f"{selected[0][1].config.get('block_size')} tokens per row, "
-            f"layout {args.layout}, compile mode {args.compile_mode}.")
+            f"layout {args.layout}, compile mode {args.compile_mode}, "
+            f"chained launches {args.chain_launches}.")
     checks = [f"- {r['flow']} B={r['B']}: {r['check']}"
               + (f"; Triton peer vs ours: {r['pcheck']}" if r["pcheck"] else "")
               for r in rows_out if r["check"]]

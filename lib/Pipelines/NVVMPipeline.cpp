@@ -158,6 +158,11 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexPadToPow2());
   pm.addPass(createVortexMaskPadding());
   pm.addPass(createConvertVortexToGPU());
+  if (options.chainLaunches) {
+    VortexGPUChainLaunchesOptions chain;
+    chain.chip = options.chip;
+    pm.addPass(createVortexGPUChainLaunches(chain));
+  }
 
   // Close MLIR 22's gaps before anything lowers to LLVM. On each function
   // (any op) of a module: the pass manager runs them on separate threads.

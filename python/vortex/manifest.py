@@ -199,6 +199,9 @@ class KernelSpec:
     params: Tuple[ParamSpec, ...]
     reads: Tuple[str, ...]
     writes: Tuple[str, ...]
+    # May be launched programmatically dependent on the launch before it:
+    # the kernel waits (griddepcontrol) before touching memory.
+    pdl: bool = False
 
     def buffers(self) -> List[str]:
         return [p.name for p in self.params if p.kind == "buffer"]
@@ -414,7 +417,13 @@ class Manifest:
         for t in reads + writes:
             if t not in self.tensors:
                 raise _fail(where, f"reads/writes unknown tensor {t!r}")
-        return KernelSpec(name, grid, block, shared, params, reads, writes)
+        pdl = k.get("pdl", False)
+        if not isinstance(pdl, bool):
+            raise _fail(where, f"pdl must be true or false, got {pdl!r}")
+        if pdl and self.backend != "cuda":
+            raise _fail(where, f"pdl on backend {self.backend!r}")
+        return KernelSpec(name, grid, block, shared, params, reads, writes,
+                          pdl)
 
     def _parse_param(self, where: str, p: Any) -> ParamSpec:
         try:

@@ -50,11 +50,40 @@ __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
 _INT32_MAX = 2 ** 31 - 1
 
 # A launch plan (the format the native launcher takes):
-#   (scratch_bytes: [int], launches: [(func, grid, block, smem, params)])
+#   (scratch_bytes: [int], launches: [(func, grid, block, smem, params, pdl)])
 # params: ("arg", i) | ("scratch", j, numel) | ("ptr", address, numel)
 #   (a runtime-owned buffer: the guards' status words) | ("i32", v) | ("i64", v).
+# pdl: launch with programmatic stream serialization (the kernel waits on
+#   the launch before it with griddepcontrol; docs/gpu.md "Chained launches").
 Plan = Tuple[List[int], List[Tuple[int, Tuple[int, int, int],
-                                   Tuple[int, int, int], int, List[tuple]]]]
+                                   Tuple[int, int, int], int, List[tuple],
+                                   bool]]]
+
+# CUDA driver launch attribute (cuda.h CUlaunchAttributeID).
+_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id padded to 8 bytes, then a 64-byte union
+    whose first int is programmaticStreamSerializationAllowed."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", ctypes.c_int), ("value_rest", ctypes.c_char * 60)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig."""
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
+                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
+                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("numAttrs", ctypes.c_uint)]
+
+
+def chain_launches_default() -> bool:
+    """Whether flows launch chained kernels with programmatic dependent
+    launch: on unless VORTEX_CHAIN_LAUNCHES=0."""
+    return os.environ.get("VORTEX_CHAIN_LAUNCHES", "1") != "0"
 
 # ---------------------------------------------------------------------------
 # PTX signatures (pure logic): the manifest's parameter lists must match the
@@ -167,6 +196,14 @@ class _Driver:
             fn.argtypes = args
             fn.restype = ctypes.c_int
             setattr(self, name, fn)
+        # CUDA 12.0+; without it chained kernels launch the ordinary way
+        # (their griddepcontrol.wait then returns at once).
+        self.cuLaunchKernelEx = getattr(L, "cuLaunchKernelEx", None)
+        if self.cuLaunchKernelEx is not None:
+            self.cuLaunchKernelEx.argtypes = [
+                ctypes.POINTER(_LaunchConfig), P, ctypes.POINTER(P),
+                ctypes.POINTER(P)]
+            self.cuLaunchKernelEx.restype = ctypes.c_int
 
     @classmethod
     def get(cls) -> "_Driver":
@@ -281,6 +318,9 @@ class CompiledFlowGPU:
         self._prefer = prefer
         self._states: Dict[int, _DeviceState] = {}
         self._plans: Dict[Any, Plan] = {}
+        # Launch the manifest's pdl kernels chained (docs/gpu.md "Chained
+        # launches"); plans made after a change follow it.
+        self.chain_launches = chain_launches_default()
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no CUDA device")
         self._check_ptx()
@@ -529,7 +569,8 @@ class CompiledFlowGPU:
                         raise ValueError(f"{p.name} = {v} overflows the "
                                          f"i32 parameter of {spec.kernel}")
                     params.append((p.dtype, int(v)))
-            launches.append((k.func, grid, spec.block, k.dynamic_smem, params))
+            launches.append((k.func, grid, spec.block, k.dynamic_smem, params,
+                             bool(spec.pdl and self.chain_launches)))
         return scratch_bytes, launches
 
     def run_step(self, step: str, tensors: Mapping[str, Any],
@@ -546,22 +587,37 @@ class CompiledFlowGPU:
             scratch = [torch.empty(max(b, 1), dtype=torch.uint8,
                                    device=f"cuda:{dev}")
                        for b in scratch_bytes]
-            for func, grid, block, smem, params in launches:
+            for func, grid, block, smem, params, pdl in launches:
                 arr, keep = pack_params(plan_param_values(params, args,
                                                           scratch))
-                self._launch(func, grid, block, smem, handle, arr)
+                self._launch(func, grid, block, smem, handle, arr, pdl)
                 del keep
 
-    def _launch(self, func, grid, block, shared, stream, params) -> None:
-        res = self._drv.cuLaunchKernel(
-            func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-            shared, ctypes.c_void_p(stream),
-            ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p)), None)
+    def _launch(self, func, grid, block, shared, stream, params,
+                pdl=False) -> None:
+        drv = self._drv
+        argv = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        if pdl and drv.cuLaunchKernelEx is not None:
+            attr = _LaunchAttribute(
+                id=_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                value=1)
+            cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0],
+                                block[1], block[2], shared,
+                                ctypes.c_void_p(stream),
+                                ctypes.pointer(attr), 1)
+            res = drv.cuLaunchKernelEx(ctypes.byref(cfg), func, argv, None)
+            what = "cuLaunchKernelEx"
+        else:
+            res = drv.cuLaunchKernel(
+                func, grid[0], grid[1], grid[2], block[0], block[1],
+                block[2], shared, ctypes.c_void_p(stream), argv, None)
+            what = "cuLaunchKernel"
         if res != 0:
             raise CudaDriverError(
-                f"cuLaunchKernel({self.flow}, grid={tuple(grid)}, "
-                f"block={tuple(block)}, shared={shared}) failed: "
-                f"{self._drv.error_name(res)}")
+                f"{what}({self.flow}, grid={tuple(grid)}, "
+                f"block={tuple(block)}, shared={shared}"
+                f"{', chained' if pdl else ''}) failed: "
+                f"{drv.error_name(res)}")
 
     # -- conveniences -------------------------------------------------------
     def allocate_cache(self, num_blocks: int, names=None, fill=None,

@@ -411,6 +411,8 @@ bad_cases = [
     ("step without args", lambda d: d["steps"]["cache"].pop("args"),
      "step 'cache': missing or malformed key"),
     ("no cache step", lambda d: d["steps"].pop("cache"), "no 'cache' step"),
+    ("pdl not a bool", lambda d: ik(1)(d).update(pdl=1),
+     "pdl must be true or false, got 1"),
 ]
 for what, fn, needle in bad_cases:
     ok, msg = raises(lambda: mf.Manifest(mutated(fn)), ValueError, needle)
@@ -427,6 +429,14 @@ ok, msg = raises(lambda: mf.Manifest(mutated(
         grid={"kind": "rows"}), CPU_MANIFEST)), ValueError,
     "grid kind 'rows' on backend 'cpu'")
 report(ok, "manifest error: a GPU grid on the cpu backend", msg)
+ok, msg = raises(lambda: mf.Manifest(mutated(
+    lambda d: d["steps"]["cache"]["kernels"][0].update(pdl=True),
+    CPU_MANIFEST)), ValueError, "pdl on backend 'cpu'")
+report(ok, "manifest error: pdl on the cpu backend", msg)
+m_pdl = mf.Manifest(mutated(lambda d: ik(1)(d).update(pdl=True)))
+report([k.pdl for k in m_pdl.kernels("indexer")] == [False, True],
+       "manifest: pdl parses (absent is false)",
+       [k.pdl for k in m_pdl.kernels("indexer")])
 # A kernel may write scratch tensors the step does not declare.
 report(m.steps["indexer"].kernels[0].writes == ("scratch0",) and
        "scratch0" not in m.steps["indexer"].writes,

@@ -155,7 +155,7 @@ MANIFEST = {
                            "dense_kv_indices"],
                  "writes": ["scratch0"]},
                 {"kernel": "topk", "grid": {"kind": "rows"},
-                 "block": [1024, 1, 1], "shared_bytes": 50000,
+                 "block": [1024, 1, 1], "shared_bytes": 50000, "pdl": True,
                  "params": [buf("scratch0"), buf("dense_kv_indptr"),
                             buf("dense_kv_indices"), buf("sparse_kv_indptr"),
                             buf("sparse_kv_indices"), scal("rows")],
@@ -205,8 +205,9 @@ class FakeFlow(rt.CompiledFlowGPU):
                 self._specs[func] = (dev, spec)
             self._states[dev] = st
         self.launches = []
+        self.chain_launches = True
 
-    def _launch(self, func, grid, block, shared, stream, params):
+    def _launch(self, func, grid, block, shared, stream, params, pdl=False):
         dev, spec = self._specs[func]
         vals, i = [], 0
         for p in spec.params:
@@ -222,7 +223,7 @@ class FakeFlow(rt.CompiledFlowGPU):
                     ctypes.c_int32)).contents.value))
                 i += 1
         self.launches.append((spec.kernel, tuple(grid), tuple(block), shared,
-                              stream, vals, dev))
+                              stream, vals, dev, pdl))
 
 
 man = mf.Manifest(MANIFEST)
@@ -273,10 +274,20 @@ report(plan[1][4] == [("scratch", 0, TOTAL * 8), ("arg", 5), ("arg", 6),
        "plan: topk reads the same scratch", plan[1][4])
 report(flow.launches == [] and torch_.allocs == [],
        "plan: launches and allocates nothing")
+report([x[5] for x in plan] == [False, True],
+       "plan: the manifest's pdl launch (topk) is chained, the first is not",
+       [x[5] for x in plan])
+flow.chain_launches = False
+report([x[5] for x in flow.plan("indexer", p)[1]] == [False, False],
+       "plan: chain_launches = False launches every kernel the ordinary way")
+flow.chain_launches = True
 
 flow.run_step("indexer", p)
 names = [x[0] for x in flow.launches]
 report(names == ["w0", "topk"], "indexer: kernels in manifest order", names)
+report([x[7] for x in flow.launches] == [False, True],
+       "indexer: run_step launches topk chained",
+       [x[7] for x in flow.launches])
 w0, tk = flow.launches
 report(w0[1] == (264, 1, 1) and w0[2] == (256, 1, 1) and w0[3] == 0 and
        w0[4] == 0xabc, "indexer: persistent grid, block, smem, stream", w0[:5])

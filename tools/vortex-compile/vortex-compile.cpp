@@ -108,6 +108,12 @@ static cl::opt<bool> noCubin("no-cubin",
                                       "has no \"cubin\")"),
                              cl::init(false), cl::cat(category));
 
+static cl::opt<bool> noChainLaunches(
+    "no-chain-launches",
+    cl::desc("Launch each kernel of a step only after the one before it has "
+             "finished (no programmatic dependent launch; docs/gpu.md)"),
+    cl::init(false), cl::cat(category));
+
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
 
@@ -389,11 +395,16 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   options.cudaPath = cudaPath;
   // PTX in the gpu.binary; the cubin comes from our own ptxas run.
   options.format = "isa";
+  options.chainLaunches = !noChainLaunches;
   std::string error;
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error)))
     return fail(error);
   std::string toolkit = vortex::findCUDAToolkit(cudaPath);
   Location moduleLoc = c.module.getLoc();
+
+  // A hand-written manifest is judged before the pipeline reads it.
+  if (failed(getManifest(c)))
+    return 1;
 
   // Stage 1: kernels to the NVVM dialect.
   PassManager lower(&context, ModuleOp::getOperationName());

@@ -29,6 +29,13 @@ namespace mlir::vortex::abi {
 inline constexpr int64_t kManifestVersion = 2;
 /// The module attribute that carries a lowered flow's manifest.
 inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
+/// Manifest keys a pass after the back end reads or sets: the steps, their
+/// launches, a launch's kernel, and `pdl` (the launch may overlap the one
+/// before it; vortex-gpu-chain-launches).
+inline constexpr llvm::StringLiteral kManifestSteps = "steps";
+inline constexpr llvm::StringLiteral kManifestKernels = "kernels";
+inline constexpr llvm::StringLiteral kManifestKernel = "kernel";
+inline constexpr llvm::StringLiteral kManifestPdl = "pdl";
 
 // Tensor names. The cache tensors are `k`, `v` and the declared fields; the
 // parameters are named as declared.

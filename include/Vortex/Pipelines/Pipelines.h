@@ -62,6 +62,11 @@ struct VortexNVVMPipelineOptions
       llvm::cl::desc("What gpu.binary holds: isa (PTX), bin (cubin), "
                      "fatbin or llvm"),
       llvm::cl::init("isa")};
+  Option<bool> chainLaunches{
+      *this, "chain-launches",
+      llvm::cl::desc("Let each kernel of a flow step launch while the one "
+                     "before it finishes (vortex-gpu-chain-launches; sm_90+)"),
+      llvm::cl::init(true)};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both

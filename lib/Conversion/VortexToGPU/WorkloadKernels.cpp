@@ -135,6 +135,8 @@ private:
                    const DenseMap<Value, TileRef> &rowTiles);
   /// What the persistent loop of a score kernel is built from.
   struct IndexerLoop {
+    /// total: the extent of dense_kv_indices (the loop runs only when
+    /// indptr[rows] equals it).
     Value indptr, indices, rows, total, s0, sEnd;
     /// num_blocks - 1 (i32), when the kernel gathers by block id.
     Value lastBlock;
@@ -155,6 +157,7 @@ private:
   void planHoistAndRowPart();
   DictionaryAttr planAttr();
   KernelPlan plan;
+  SmallVector<Value> loadIds(Gen &x, const IndexerLoop &L, Value it);
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
                                    ValueRange carried, bool &ok);
   bool emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg);
@@ -828,10 +831,26 @@ DictionaryAttr TileKernel::planAttr() {
   return b.getDictionaryAttr(attrs);
 }
 
-/// One iteration of the persistent loop: `unroll` items, their ids and
-/// loads first, then the row bookkeeping (per-row values recomputed when the
-/// row changes), then each item's compute and stores. Returns the carried
-/// values: the row, the row the per-row values are of, and those values.
+/// The block ids (i32, unchecked) at the `unroll` positions of iteration
+/// `it`, clamped into dense_kv_indices: loaded an iteration ahead, so an
+/// iteration's gathers wait for no id load.
+SmallVector<Value> TileKernel::loadIds(Gen &x, const IndexerLoop &L,
+                                       Value it) {
+  int64_t unroll = plan.itemsPerIteration;
+  SmallVector<Value> ids;
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value s = x.add(L.s0, x.add(x.mul(it, x.idx(unroll)), x.idx(u)));
+    ids.push_back(x.load(L.indices, x.minU(s, x.sub(L.total, x.idx(1)))));
+  }
+  return ids;
+}
+
+/// One iteration of the persistent loop: `unroll` items, their loads first
+/// (the ids came with the iteration before), then the next iteration's ids,
+/// then the row bookkeeping (per-row values recomputed when the row
+/// changes), then each item's compute and stores. Returns the carried
+/// values: the row, the row the per-row values are of, those values, and
+/// the next iteration's ids.
 SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
                                              ValueRange carried, bool &ok) {
   OpBuilder &b = *builder;
@@ -846,25 +865,28 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   Gen y = gen();
   Value r = carried[0], cachedRow = carried[1];
   Value start = carried[2], end = carried[3];
-  SmallVector<Value> carry(carried.drop_front(4));
+  // Kernels that gather by block id load the ids an iteration ahead; the
+  // others may not use them at all (then they fold away).
+  int64_t carriedIds = byBlock ? unroll : 0;
+  SmallVector<Value> carry(carried.drop_front(4).drop_back(carriedIds));
+  SmallVector<Value> ids(carried.take_back(carriedIds));
+  if (!byBlock)
+    ids = loadIds(y, L, it);
   struct Item {
     Value blockId, pos, row, active, blockOk;
     DenseMap<Value, TileRef> rowTiles, loaded;
   };
   SmallVector<Item> items(unroll);
-  // The block ids and the items' rows do not depend on the CSR row:
-  // issue those loads first, so they overlap the row bookkeeping. All ids
-  // before any guard branch: a branch on one id would hold the next id's
-  // load back until the first arrives.
-  SmallVector<Value> validOf, posOf, rawOf;
+  // The items' rows do not depend on the CSR row: issue those loads
+  // first, so they overlap the row bookkeeping.
+  SmallVector<Value> validOf, posOf;
   for (int64_t u = 0; u < unroll; ++u) {
     Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
     validOf.push_back(y.lt(s, sEnd));
     posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
-    rawOf.push_back(y.load(indices, posOf.back()));
   }
   for (int64_t u = 0; u < unroll; ++u) {
-    Value raw = rawOf[u];
+    Value raw = ids[u];
     if (byBlock) {
       // Guard: an id outside [0, num_blocks) (a negative one is huge
       // unsigned) is recorded; the item reads the last block and
@@ -886,6 +908,11 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
     items[u].blockId = raw;
     items[u].loaded = loadItem(items[u].blockId, posOf[u]);
   }
+  // After the gathers, which need nothing more to issue: the ids of the
+  // next iteration (in range; past the chunk they go unused).
+  SmallVector<Value> nextIds;
+  if (byBlock)
+    nextIds = loadIds(y, L, y.add(it, y.idx(1)));
   for (int64_t u = 0; u < unroll; ++u) {
     Value valid = validOf[u];
     Value sc = posOf[u];
@@ -978,6 +1005,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
       ok = false;
   SmallVector<Value> next = {r, cachedRow, start, end};
   llvm::append_range(next, carry);
+  llvm::append_range(next, nextIds);
   return next;
 }
 
@@ -1040,17 +1068,14 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   Value lastBlock = byBlock ? g.sub(numBlocksArg, g.i32(1)) : Value();
   Value indptr = func.getArgument(0), indices = func.getArgument(1);
   Value rows = g.toIndex(scalarArg);
-  // The CSR's end must be the extent of dense_kv_indices (docs/contract.md);
-  // any other value is read as 0 (nothing is scored), so no position runs
-  // past the buffers sized by it. The top-k records it: a second use of
-  // the status buffer here kept its address live across the loop (three
-  // registers more, an occupancy step for the saved-field flows).
-  Value claimed = g.toIndex(g.load(indptr, rows));
-  Value totalOk =
-      g.cmpI(arith::CmpIPredicate::eq, claimed, g.extent(indices));
-  Value total = g.select(g.andI(totalOk, g.cmpI(arith::CmpIPredicate::ugt,
-                                                rows, g.idx(0))),
-                         claimed, g.idx(0));
+  // The chunks are cut from the extent of dense_kv_indices, which needs no
+  // load, so the first ids and the row search issue at once. The CSR's end
+  // must equal it (docs/contract.md); with any other value nothing is
+  // scored, so no position runs past the buffers sized by it. The top-k
+  // records it: a second use of the status buffer here kept its address
+  // live across the loop (three registers more, an occupancy step for the
+  // saved-field flows).
+  Value total = g.extent(indices);
   Value numGroups = g.mul(nblk, g.idx(groupsPerCTA));
   Value chunk = g.ceilDiv(total, numGroups);
   Value s0 = g.mul(group, chunk);
@@ -1065,10 +1090,17 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   L.sEnd = sEnd;
   L.lastBlock = lastBlock;
 
-  Value positive = g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0));
+  // indptr has rows + 1 entries: rows = 0 has no row to search.
+  Value positive = g.andI(g.cmpI(arith::CmpIPredicate::ugt, chunk, g.idx(0)),
+                          g.cmpI(arith::CmpIPredicate::ugt, rows, g.idx(0)));
   g.ifThen(positive, [&](Gen &gp) {
     auto guard = followInto(b, gp);
     Gen x = gen();
+    SmallVector<Value> firstIds;
+    if (byBlock)
+      firstIds = loadIds(x, L, x.idx(0));
+    Value claimed = x.toIndex(x.load(indptr, rows));
+    Value totalOk = x.cmpI(arith::CmpIPredicate::eq, claimed, total);
     // The row of the first position: the last row starting at or before
     // it (empty rows are skipped).
     Value target = x.minU(s0, x.sub(total, x.idx(1)));
@@ -1085,7 +1117,10 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
       else
         inits.push_back(x.f32(0.0));
     }
-    Value iterations = x.ceilDiv(chunk, x.idx(plan.itemsPerIteration));
+    llvm::append_range(inits, firstIds);
+    Value iterations =
+        x.select(totalOk, x.ceilDiv(chunk, x.idx(plan.itemsPerIteration)),
+                 x.idx(0));
       x.forLoop(x.idx(0), iterations, inits, [&](Gen &gl, Value it,
                                                   ValueRange carried) {
         auto guard2 = followInto(b, gl);

@@ -93,16 +93,13 @@ struct VortexGPULowerFp8Pass final
   using Base::Base;
 
   void runOnOperation() override {
-    unsigned sm = 0;
-    StringRef name(chip);
-    // sm_<number>, with an architecture-specific suffix allowed (sm_90a).
-    if (!name.consume_front("sm_") || name.consumeInteger(10, sm) ||
-        !llvm::all_of(name, llvm::isLower)) {
+    std::optional<unsigned> sm = vortex::parseSMVersion(chip);
+    if (!sm) {
       getOperation()->emitError("vortex-gpu-lower-fp8: chip '")
           << chip << "' is not sm_<number>[suffix]";
       return signalPassFailure();
     }
-    bool hardware = sm >= 89;
+    bool hardware = *sm >= 89;
     SmallVector<arith::ExtFOp> widen;
     WalkResult bad = getOperation()->walk([&](Operation *op) {
       if (auto ext = dyn_cast<arith::ExtFOp>(op)) {

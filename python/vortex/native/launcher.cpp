@@ -14,9 +14,12 @@
 //
 //   (scratch, launches)
 //   scratch  = [nbytes, ...]
-//   launches = [(func, (gx, gy, gz), (bx, by, bz), shared_bytes, params), ...]
+//   launches = [(func, (gx, gy, gz), (bx, by, bz), shared_bytes, params,
+//                pdl), ...]
 //   params   = [("arg", i), ("scratch", j, numel), ("ptr", address, numel),
 //               ("i32", v), ("i64", v)]
+//   pdl      = launch with programmatic stream serialization (cuLaunchKernelEx;
+//              the kernel waits on the one before it, docs/gpu.md)
 //
 // which is converted once into a `Plan` holding no Python object. Every call
 // then allocates the scratch buffers from torch's caching allocator, patches
@@ -76,6 +79,8 @@ struct Driver {
   using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned,
                                       unsigned, unsigned, unsigned, unsigned,
                                       unsigned, CUstream, void **, void **);
+  using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig *, CUfunction,
+                                        void **, void **);
   using GetErrorNameFn = CUresult (*)(CUresult, const char **);
   using CtxGetCurrentFn = CUresult (*)(CUcontext *);
   using CtxSetCurrentFn = CUresult (*)(CUcontext);
@@ -83,6 +88,9 @@ struct Driver {
   using PrimaryCtxRetainFn = CUresult (*)(CUcontext *, CUdevice);
 
   LaunchKernelFn launchKernel = nullptr;
+  // CUDA 12.0+; without it chained launches are ordinary ones (the kernels'
+  // griddepcontrol.wait then returns at once).
+  LaunchKernelExFn launchKernelEx = nullptr;
   GetErrorNameFn getErrorName = nullptr;
   CtxGetCurrentFn ctxGetCurrent = nullptr;
   CtxSetCurrentFn ctxSetCurrent = nullptr;
@@ -111,6 +119,8 @@ Driver loadDriver() {
   // The unversioned names: none of these entry points has a _v2 ABI, and
   // the stream is always explicit, so no _ptsz variant is needed.
   lookUp(lib, "cuLaunchKernel", d.launchKernel, d.error);
+  d.launchKernelEx =
+      reinterpret_cast<Driver::LaunchKernelExFn>(dlsym(lib, "cuLaunchKernelEx"));
   lookUp(lib, "cuGetErrorName", d.getErrorName, d.error);
   lookUp(lib, "cuCtxGetCurrent", d.ctxGetCurrent, d.error);
   lookUp(lib, "cuCtxSetCurrent", d.ctxSetCurrent, d.error);
@@ -167,6 +177,7 @@ struct Launch {
   unsigned sharedBytes;
   uint32_t firstSlot; // first of this launch's words in Plan::slots
   uint32_t index;     // position in the planner's list, for messages
+  bool pdl;           // programmatic stream serialization
 };
 
 // Parameter words to overwrite with a scratch buffer's address per call.
@@ -378,7 +389,7 @@ void convertLaunch(Plan &plan, py::handle item, uint32_t index,
                    at::ArrayRef<c10::IValue> args) {
   constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
   std::string what = "launch " + std::to_string(index);
-  py::sequence launch = asSequence(item, what, 5);
+  py::sequence launch = asSequence(item, what, 6);
   Launch l{};
   l.func = asFunction(launch[0], what + " func");
   py::sequence grid = asSequence(launch[1], what + " grid", 3);
@@ -396,6 +407,9 @@ void convertLaunch(Plan &plan, py::handle item, uint32_t index,
       asInt(launch[3], what + " shared_bytes", 0, kMaxU32));
   l.firstSlot = static_cast<uint32_t>(plan.slots.size());
   l.index = index;
+  if (!PyBool_Check(launch[5].ptr()))
+    throw PlanError(what + " pdl must be a bool, got " + describe(launch[5]));
+  l.pdl = launch[5].ptr() == Py_True;
 
   size_t firstPatch = plan.patches.size();
   py::sequence params = asSequence(launch[4], what + " params");
@@ -613,15 +627,37 @@ void launchKernels(const OpState &op, const Plan &plan, CUstream stream,
     params[i] = &slots[i];
 
   const Driver &drv = driver();
+  CUlaunchAttribute chained{};
+  chained.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  chained.value.programmaticStreamSerializationAllowed = 1;
   for (const Launch &l : plan.launches) {
-    CUresult res = drv.launchKernel(
-        l.func, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-        l.block[2], l.sharedBytes, stream, params.data() + l.firstSlot,
-        nullptr);
+    CUresult res;
+    if (l.pdl && drv.launchKernelEx) {
+      CUlaunchConfig config{};
+      config.gridDimX = l.grid[0];
+      config.gridDimY = l.grid[1];
+      config.gridDimZ = l.grid[2];
+      config.blockDimX = l.block[0];
+      config.blockDimY = l.block[1];
+      config.blockDimZ = l.block[2];
+      config.sharedMemBytes = l.sharedBytes;
+      config.hStream = stream;
+      config.attrs = &chained;
+      config.numAttrs = 1;
+      res = drv.launchKernelEx(&config, l.func, params.data() + l.firstSlot,
+                               nullptr);
+    } else {
+      res = drv.launchKernel(l.func, l.grid[0], l.grid[1], l.grid[2],
+                             l.block[0], l.block[1], l.block[2],
+                             l.sharedBytes, stream,
+                             params.data() + l.firstSlot, nullptr);
+    }
     if (res != CUDA_SUCCESS) {
       std::ostringstream func;
       func << static_cast<const void *>(l.func);
-      TORCH_CHECK(false, op.qualname, ": cuLaunchKernel of launch ", l.index,
+      TORCH_CHECK(false, op.qualname, ": ",
+                  l.pdl ? "cuLaunchKernelEx (chained)" : "cuLaunchKernel",
+                  " of launch ", l.index,
                   " (CUfunction ", func.str(), ", grid ", l.grid[0], "x",
                   l.grid[1], "x", l.grid[2], ", block ", l.block[0], "x",
                   l.block[1], "x", l.block[2], ", shared ", l.sharedBytes,

@@ -49,11 +49,12 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // CHECK: %[[LAST:.+]] = arith.subi %[[NB]], %c1_i32 : i32
 // CHECK: %[[EXT:.+]] = memref.dim %[[INDICES]]
 // CHECK: %[[TOK:.+]] = arith.cmpi eq, %{{.+}}, %[[EXT]] : index
-// CHECK: arith.select %{{.+}}, %{{.+}}, %c0
+// CHECK: arith.select %[[TOK]], %{{.+}}, %c0
 // CHECK-NOT: memref.atomic_rmw ori %c4_i32
-// Each gathered id: outside [0, num_blocks) (unsigned: negatives too) is
-// flag 1; the item then reads the last block (one umin).
-// CHECK: %[[RAWID:.+]] = memref.load %[[INDICES]]
+// Each gathered id (carried from the iteration before): outside
+// [0, num_blocks) (unsigned: negatives too) is flag 1; the item then reads
+// the last block (one umin).
+// CHECK: scf.for {{.*}} iter_args(%{{.+}}, %[[RAWID:[^ ]+]] = %{{[^)]+}})
 // CHECK: %[[OK:.+]] = arith.cmpi ule, %[[RAWID]], %[[LAST]] : i32
 // CHECK: scf.if
 // CHECK: memref.atomic_rmw ori %c1_i32{{.*}}, %[[STATUS]][%{{.+}}] : (i32, memref<?xi32>) -> i32

@@ -47,25 +47,34 @@
 // CHECK-SAME: vortex.plan = {{{.*}}lanes = 8
 // CHECK: gpu.thread_id x
 // CHECK: arith.remui %{{.+}}, %c8
-// The chunk of CSR positions of each group, and the row of its first one,
-// searched by the group's 8 lanes together: a round count from `rows`
-// alone, then per round one probe of indptr per lane and the count of
-// probes at or before the target summed over the group (9-fold narrowing).
+// The chunk of CSR positions of each group, cut from the extent of the
+// indices (no load), the block ids of the first iteration and indptr[rows]
+// issued at once, then the row of the first position, searched by the
+// group's 8 lanes together: a round count from `rows` alone, then per round
+// one probe of indptr per lane and the count of probes at or before the
+// target summed over the group (9-fold narrowing).
+// CHECK: memref.dim %[[INDICES]]
 // CHECK: arith.ceildivui
+// CHECK: scf.if
+// CHECK: memref.load %[[INDICES]]
+// CHECK-NEXT: memref.load %[[INDPTR]][%{{.+}}]
 // CHECK: scf.while
 // CHECK: arith.muli %{{.+}}, %c9
 // CHECK: scf.for
 // CHECK: memref.load %[[INDPTR]]
 // CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (i32) -> i32
 // CHECK: scf.yield
-// The main loop carries the row, the row q is of (-1: none yet) and the
-// row's bounds.
-// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1
-// The block id is read once and the envelopes (32 bytes per lane) are
-// issued first, overlapping the row bookkeeping.
+// The main loop carries the row, the row q is of (-1: none yet), the
+// row's bounds, q (8 x 16 bf16), and the block id of its next iteration
+// (one item per iteration here; loaded an iteration ahead, so no gather
+// waits for an id load).
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(vector<16xbf16>, )+}}i32) {
+// The envelopes (32 bytes per lane) are issued first, then the next ids,
+// overlapping the row bookkeeping.
+// CHECK-NOT: memref.load %[[INDICES]]
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
 // CHECK: memref.load %[[INDICES]]
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
 // Advance the row (its bounds carried), keep q in registers while it does
 // not change.
 // CHECK: scf.while

@@ -17,6 +17,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+
 namespace mlir::vortex {
 
 #define GEN_PASS_DECL
@@ -24,6 +26,10 @@ namespace mlir::vortex {
 
 #define GEN_PASS_REGISTRATION
 #include "Vortex/Transforms/GPU/Passes.h.inc"
+
+/// The number of an `sm_<number>[suffix]` chip name (90 for sm_90a), or
+/// nothing when `chip` is not of that form.
+std::optional<unsigned> parseSMVersion(llvm::StringRef chip);
 
 } // namespace mlir::vortex
 

@@ -147,4 +147,69 @@ def VortexGPUSerializeKernels
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def VortexGPUChainLaunches
+    : Pass<"vortex-gpu-chain-launches", "::mlir::ModuleOp"> {
+  let summary = "Let each kernel of a flow step launch while the kernel "
+                "before it finishes (programmatic dependent launch, sm_90+)";
+  let description = [{
+    A flow step is a chain of kernels on one stream: the top-k reads what
+    the score kernel wrote. Launched the ordinary way, a kernel's launch
+    starts only when the kernel before it has finished and flushed its
+    writes; at a batch of one that gap is a large part of the step. With
+    programmatic dependent launch (PTX `griddepcontrol`, sm_90 and later)
+    the next kernel's CTAs are scheduled while the previous kernel still
+    runs, and wait in hardware for its completion and its writes.
+
+    On a module that carries a flow's `vortex.manifest`, for each step's
+    launches k0, ..., kn-1 (each named by a `gpu.func` of a `gpu.module`):
+
+    * ki with i < n - 1 starts with `nvvm.griddepcontrol launch_dependents`:
+      once all of its CTAs have started, the next kernel's launch may begin;
+    * ki with i > 0 gets `nvvm.griddepcontrol wait` before the first op of
+      its entry block that may touch memory an earlier launch of the step
+      writes, and its manifest entry gets `pdl = true`: the runtime may
+      launch it with programmatic stream serialization (docs/manifest.md).
+      Ahead of the wait stay only ops without memory effects or regions and
+      `memref.load`s of buffer arguments whose tensors (the launch's
+      `params`) no earlier launch lists in its `writes`; a launch without a
+      `writes` list may write anything. A kernel's prologue (its row's
+      bounds) thus overlaps the launch before it. Without the launch
+      attribute the wait returns at once, so the kernel is correct launched
+      either way.
+
+    The first launch of a step waits on nothing it does not know: it is
+    launched the ordinary way, after whatever the stream ran before, and the
+    launches after it start no earlier than it does. A kernel whose entry
+    block already holds these ops is left as it is, so the pass may run
+    twice.
+
+    For a `chip` before sm_90, and on a module without a manifest or
+    without manifest steps, the pass changes nothing. A launch whose kernel
+    is not a `gpu.func` kernel of the module is left as it is (the
+    manifest's reader, e.g. `vortex-compile`, names every missing kernel),
+    and the kernels after it wait before any load. A chip that is not
+    `sm_<number>[suffix]` and malformed steps (a step that is not a
+    dictionary, one without a kernels array, a launch without a kernel
+    name) are rejected.
+
+    ```mlir
+    gpu.func @flow_indexer_topk(%indptr: memref<?xi32>, ..., %scores: memref<?xf32>) kernel {
+      %row = gpu.block_id x
+      %start = memref.load %indptr[%row]   // no earlier launch writes indptr
+      nvvm.griddepcontrol wait
+      %key = memref.load %scores[...]      // the score kernel wrote it
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "The target chip (sm_90 and later have griddepcontrol)">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::NVVM::NVVMDialect",
+  ];
+}
+
 #endif // VORTEX_TRANSFORMS_GPU_PASSES_TD
