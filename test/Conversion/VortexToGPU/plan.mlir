@@ -155,3 +155,39 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // FORCED-NOT: gpu.func @transposed
 
 // BAD: error: convert-vortex-to-gpu: lanes = 3 must be 0 (planned) or a power of two in [1, 32]
+
+// -----
+
+// G = 5 (q padded to 8 heads, the padded heads masked to 0): the mask is a
+// view and costs the per-row part no registers, so the score kernel takes
+// 8 lanes of 32 bytes like G = 8. The mean over the 5 heads multiplies by
+// the rounded reciprocal (0.2): a division's slow path took 38 to 45
+// registers more (docs/gpu.md, "Kernel plans").
+// CHECK-LABEL: gpu.func @mean5_indexer_w0(
+// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, {{.*}}items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false
+// CHECK-NOT: arith.divf
+// CHECK: arith.constant 2.000000e-01 : f32
+// CHECK-NOT: arith.divf
+// CHECK-LABEL: gpu.func @mean5_indexer_topk(
+!kv5 = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q5  = !vortex.vtensor<?x5x128xbf16, #vortex.format<batched>>
+!o5  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c5  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr5 = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm5 = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s5  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @mean5
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 5, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv5, %v: !kv5, %centroids: !c5) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv5 -> !cr5
+  vortex.write %m into %centroids : !cr5 into !c5
+}
+indexer(%q: !q5, %o: !o5, %k: !kv5, %v: !kv5, %centroids: !c5) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q5 -> !qm5
+  %s = vortex.gemm %qm, %centroids : (!qm5, !c5) -> !s5
+  vortex.topk %s into %o : !s5 into !o5
+}
