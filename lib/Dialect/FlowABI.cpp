@@ -219,19 +219,20 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
   SmallVector<Attribute> params;
   for (const Param &p : k.params)
     params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(p.name)),
-         b.getNamedAttr("kind",
-                        b.getStringAttr(p.isBuffer ? "buffer" : "scalar"))}));
+        {b.getNamedAttr(kManifestParamName, b.getStringAttr(p.name)),
+         b.getNamedAttr(kManifestParamKind,
+                        b.getStringAttr(p.isBuffer ? kManifestBufferParam
+                                                   : kManifestScalarParam))}));
   return b.getDictionaryAttr(
-      {b.getNamedAttr("kernel", b.getStringAttr(k.name)),
+      {b.getNamedAttr(kManifestKernel, b.getStringAttr(k.name)),
        b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
        b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
                                                b.getI64IntegerAttr(1),
                                                b.getI64IntegerAttr(1)})),
        b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
-       b.getNamedAttr("params", b.getArrayAttr(params)),
+       b.getNamedAttr(kManifestParams, b.getArrayAttr(params)),
        b.getNamedAttr("reads", strArray(b, k.reads)),
-       b.getNamedAttr("writes", strArray(b, k.writes))});
+       b.getNamedAttr(kManifestWrites, strArray(b, k.writes))});
 }
 
 DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
@@ -270,9 +271,9 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
       if (k.step == step)
         launches.push_back(kernelAttr(b, k));
     return b.getDictionaryAttr(
-        {b.getNamedAttr("args", strArray(b, args(step))),
-         b.getNamedAttr("writes", strArray(b, writes(step))),
-         b.getNamedAttr("kernels", b.getArrayAttr(launches))});
+        {b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
+         b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
+         b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))});
   };
   return b.getDictionaryAttr(
       {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
@@ -282,7 +283,7 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
        b.getNamedAttr("config", configAttr(b, config)),
        b.getNamedAttr("symbols", b.getDictionaryAttr(symbols)),
        b.getNamedAttr("tensors", b.getDictionaryAttr(tensorAttrs)),
-       b.getNamedAttr("steps",
+       b.getNamedAttr(kManifestSteps,
                       b.getDictionaryAttr(
                           {b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
                            b.getNamedAttr("cache", stepAttr(Step::Cache))}))});

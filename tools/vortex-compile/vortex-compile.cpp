@@ -202,16 +202,18 @@ static FailureOr<llvm::json::Value> toJSON(Attribute attr, Location loc,
 /// inspected.
 static SmallVector<StringRef> manifestKernels(DictionaryAttr manifest) {
   SmallVector<StringRef> names;
-  auto steps = manifest.getAs<DictionaryAttr>("steps");
+  auto steps = manifest.getAs<DictionaryAttr>(vortex::abi::kManifestSteps);
   if (!steps)
     return names;
   for (NamedAttribute step : steps)
     if (auto stepDict = dyn_cast<DictionaryAttr>(step.getValue()))
-      if (auto launches = stepDict.getAs<ArrayAttr>("kernels"))
+      if (auto launches =
+              stepDict.getAs<ArrayAttr>(vortex::abi::kManifestKernels))
         for (Attribute launch : launches)
-        if (auto dict = dyn_cast<DictionaryAttr>(launch))
-          if (auto kernel = dict.getAs<StringAttr>("kernel"))
-            names.push_back(kernel.getValue());
+          if (auto dict = dyn_cast<DictionaryAttr>(launch))
+            if (auto kernel =
+                    dict.getAs<StringAttr>(vortex::abi::kManifestKernel))
+              names.push_back(kernel.getValue());
   return names;
 }
 
@@ -334,12 +336,13 @@ static FailureOr<DictionaryAttr> getManifest(Compilation &c) {
       return failure();
     }
   }
-  if (auto steps = manifest.getAs<DictionaryAttr>("steps")) {
+  if (auto steps =
+          manifest.getAs<DictionaryAttr>(vortex::abi::kManifestSteps)) {
     for (NamedAttribute step : steps) {
       auto dict = dyn_cast<DictionaryAttr>(step.getValue());
-      if (!dict || !dict.getAs<ArrayAttr>("args") ||
-          !dict.getAs<ArrayAttr>("writes") ||
-          !dict.getAs<ArrayAttr>("kernels")) {
+      if (!dict || !dict.getAs<ArrayAttr>(vortex::abi::kManifestArgs) ||
+          !dict.getAs<ArrayAttr>(vortex::abi::kManifestWrites) ||
+          !dict.getAs<ArrayAttr>(vortex::abi::kManifestKernels)) {
         emitError(loc) << kManifestAttr << ": step " << step.getName()
                        << " must be {args, writes, kernels}";
         return failure();

@@ -29,12 +29,21 @@ namespace mlir::vortex::abi {
 inline constexpr int64_t kManifestVersion = 2;
 /// The module attribute that carries a lowered flow's manifest.
 inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
-/// Manifest keys a pass after the back end reads or sets: the steps, their
-/// launches, a launch's kernel, and `pdl` (the launch may overlap the one
-/// before it; vortex-gpu-chain-launches).
+/// Manifest keys that passes and tools after the back end read or set: the
+/// steps, a step's arguments, writes and launches, a launch's kernel,
+/// params (each a name and a kind, "buffer" or "scalar") and writes, and
+/// `pdl` (the launch may overlap the one before it;
+/// vortex-gpu-chain-launches).
 inline constexpr llvm::StringLiteral kManifestSteps = "steps";
+inline constexpr llvm::StringLiteral kManifestArgs = "args";
+inline constexpr llvm::StringLiteral kManifestWrites = "writes";
 inline constexpr llvm::StringLiteral kManifestKernels = "kernels";
 inline constexpr llvm::StringLiteral kManifestKernel = "kernel";
+inline constexpr llvm::StringLiteral kManifestParams = "params";
+inline constexpr llvm::StringLiteral kManifestParamName = "name";
+inline constexpr llvm::StringLiteral kManifestParamKind = "kind";
+inline constexpr llvm::StringLiteral kManifestBufferParam = "buffer";
+inline constexpr llvm::StringLiteral kManifestScalarParam = "scalar";
 inline constexpr llvm::StringLiteral kManifestPdl = "pdl";
 
 // Tensor names. The cache tensors are `k`, `v` and the declared fields; the

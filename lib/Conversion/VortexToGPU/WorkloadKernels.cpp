@@ -157,6 +157,7 @@ private:
   void planHoistAndRowPart();
   DictionaryAttr planAttr();
   KernelPlan plan;
+  Value positionAt(Gen &x, const IndexerLoop &L, Value it, int64_t u);
   SmallVector<Value> loadIds(Gen &x, const IndexerLoop &L, Value it);
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
                                    ValueRange carried, bool &ok);
@@ -833,17 +834,23 @@ DictionaryAttr TileKernel::planAttr() {
   return b.getDictionaryAttr(attrs);
 }
 
-/// The block ids (i32, unchecked) at the `unroll` positions of iteration
-/// `it`, clamped into dense_kv_indices: loaded an iteration ahead, so an
+/// The CSR position of item `u` of iteration `it` (past the group's chunk
+/// for the last iteration's spare items).
+Value TileKernel::positionAt(Gen &x, const IndexerLoop &L, Value it,
+                             int64_t u) {
+  int64_t unroll = plan.itemsPerIteration;
+  return x.add(L.s0, x.add(x.mul(it, x.idx(unroll)), x.idx(u)));
+}
+
+/// The block ids (i32, unchecked) at the positions of iteration `it`,
+/// clamped into dense_kv_indices: loaded an iteration ahead, so an
 /// iteration's gathers wait for no id load.
 SmallVector<Value> TileKernel::loadIds(Gen &x, const IndexerLoop &L,
                                        Value it) {
-  int64_t unroll = plan.itemsPerIteration;
   SmallVector<Value> ids;
-  for (int64_t u = 0; u < unroll; ++u) {
-    Value s = x.add(L.s0, x.add(x.mul(it, x.idx(unroll)), x.idx(u)));
-    ids.push_back(x.load(L.indices, x.minU(s, x.sub(L.total, x.idx(1)))));
-  }
+  for (int64_t u = 0; u < plan.itemsPerIteration; ++u)
+    ids.push_back(x.load(L.indices, x.minU(positionAt(x, L, it, u),
+                                           x.sub(L.total, x.idx(1)))));
   return ids;
 }
 
@@ -857,7 +864,7 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
                                              ValueRange carried, bool &ok) {
   OpBuilder &b = *builder;
   Value indptr = L.indptr, indices = L.indices;
-  Value total = L.total, s0 = L.s0, sEnd = L.sEnd;
+  Value total = L.total, sEnd = L.sEnd;
   int64_t unroll = plan.itemsPerIteration;
   int64_t eos = ctx.config.getReservedEos();
   FlowConfigAttr cfg = ctx.config;
@@ -867,13 +874,10 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   Gen y = gen();
   Value r = carried[0], cachedRow = carried[1];
   Value start = carried[2], end = carried[3];
-  // Kernels that gather by block id load the ids an iteration ahead; the
-  // others may not use them at all (then they fold away).
+  // Kernels that gather by block id carry the ids, loaded an iteration
+  // ahead.
   int64_t carriedIds = byBlock ? unroll : 0;
   SmallVector<Value> carry(carried.drop_front(4).drop_back(carriedIds));
-  SmallVector<Value> ids(carried.take_back(carriedIds));
-  if (!byBlock)
-    ids = loadIds(y, L, it);
   struct Item {
     Value blockId, pos, row, active, blockOk;
     DenseMap<Value, TileRef> rowTiles, loaded;
@@ -883,10 +887,15 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   // first, so they overlap the row bookkeeping.
   SmallVector<Value> validOf, posOf;
   for (int64_t u = 0; u < unroll; ++u) {
-    Value s = y.add(s0, y.add(y.mul(it, y.idx(unroll)), y.idx(u)));
+    Value s = positionAt(y, L, it, u);
     validOf.push_back(y.lt(s, sEnd));
     posOf.push_back(y.minU(s, y.sub(total, y.idx(1))));
   }
+  // The others may not use the ids at all (then the loads fold away).
+  SmallVector<Value> ids(carried.take_back(carriedIds));
+  if (!byBlock)
+    for (Value pos : posOf)
+      ids.push_back(y.load(indices, pos));
   for (int64_t u = 0; u < unroll; ++u) {
     Value raw = ids[u];
     if (byBlock) {

@@ -29,8 +29,9 @@ namespace abi = mlir::vortex::abi;
 
 namespace {
 
-/// What a kernel must do at its entry.
+/// A launched kernel, and what it must do at its entry.
 struct Chaining {
+  gpu::GPUFuncOp func;
   bool wait = false, trigger = false;
   /// The kernel's parameter names (a buffer's tensor, or "" for a scalar),
   /// one per argument, and the tensors earlier launches of its step write:
@@ -52,7 +53,8 @@ bool hasControl(gpu::GPUFuncOp func, NVVM::GridDepActionKind kind) {
 /// Whether `op`, ahead of the wait, touches nothing an earlier launch of
 /// the step writes: no memory effects and no regions, or a load of a
 /// buffer argument no earlier launch writes.
-bool mayPrecedeWait(Operation &op, gpu::GPUFuncOp func, const Chaining &c) {
+bool mayPrecedeWait(Operation &op, const Chaining &c) {
+  gpu::GPUFuncOp func = c.func;
   if (op.getNumRegions() == 0 && isMemoryEffectFree(&op))
     return true;
   auto load = dyn_cast<memref::LoadOp>(op);
@@ -66,7 +68,8 @@ bool mayPrecedeWait(Operation &op, gpu::GPUFuncOp func, const Chaining &c) {
          !c.writtenBefore.contains(name);
 }
 
-void chain(gpu::GPUFuncOp func, const Chaining &c) {
+void chain(const Chaining &c) {
+  gpu::GPUFuncOp func = c.func;
   Block &entry = func.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   Location loc = func.getLoc();
@@ -83,7 +86,7 @@ void chain(gpu::GPUFuncOp func, const Chaining &c) {
   Operation *at = b.getInsertionBlock()->end() == b.getInsertionPoint()
                       ? nullptr
                       : &*b.getInsertionPoint();
-  while (at && mayPrecedeWait(*at, func, c))
+  while (at && mayPrecedeWait(*at, c))
     at = at->getNextNode();
   if (at)
     b.setInsertionPoint(at);
@@ -138,29 +141,34 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
           << i << " of step '" << step << "' names no kernel";
       return nullptr;
     }
-    if (!findKernel(name.getValue())) {
+    gpu::GPUFuncOp func = findKernel(name.getValue());
+    if (!func) {
       anyWritten = true;
       out.push_back(dict);
       continue;
     }
     Chaining &c = needs[name.getValue()];
+    c.func = func;
     c.wait |= i > 0;
     c.trigger |= i + 1 < list.size();
     c.params.clear();
-    if (auto params = dict.getAs<ArrayAttr>("params")) {
+    if (auto params = dict.getAs<ArrayAttr>(abi::kManifestParams)) {
       for (Attribute p : params) {
         auto pd = dyn_cast<DictionaryAttr>(p);
-        auto pname = pd ? pd.getAs<StringAttr>("name") : nullptr;
-        auto kind = pd ? pd.getAs<StringAttr>("kind") : nullptr;
-        c.params.push_back(pname && kind && kind.getValue() == "buffer"
-                               ? pname.getValue().str()
-                               : std::string());
+        auto pname =
+            pd ? pd.getAs<StringAttr>(abi::kManifestParamName) : nullptr;
+        auto kind =
+            pd ? pd.getAs<StringAttr>(abi::kManifestParamKind) : nullptr;
+        c.params.push_back(
+            pname && kind && kind.getValue() == abi::kManifestBufferParam
+                ? pname.getValue().str()
+                : std::string());
       }
     }
     for (const auto &w : written)
       c.writtenBefore.insert(w.getKey());
     c.anyWrittenBefore |= anyWritten;
-    auto writes = dict.getAs<ArrayAttr>("writes");
+    auto writes = dict.getAs<ArrayAttr>(abi::kManifestWrites);
     anyWritten |= !writes;
     if (writes)
       for (Attribute w : writes) {
@@ -223,11 +231,8 @@ void VortexGPUChainLaunchesPass::runOnOperation() {
 
   // Every step is read before anything changes: a refused module is left
   // as it was.
-  SmallVector<std::pair<gpu::GPUFuncOp, Chaining>> work;
   for (const auto &entry : needs)
-    work.emplace_back(findKernel(entry.getKey()), entry.getValue());
-  for (auto &[func, c] : work)
-    chain(func, c);
+    chain(entry.getValue());
   NamedAttrList newManifest(manifest);
   newManifest.set(abi::kManifestSteps,
                   newSteps.getDictionary(module.getContext()));

@@ -90,10 +90,10 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // (only the row, its bounds and the hoisted value); the ids loaded in the
 // iteration go unused and fold away.
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, %{{[^)]+}}) -> (index, index, index, index, vector<1xf32>) {
-// CHECK: memref.load %[[W3IDS]]
-// CHECK: memref.load %[[W3IDS]]
 // CHECK: %[[POS0:.+]] = arith.minui
 // CHECK: %[[POS1:.+]] = arith.minui
+// CHECK: memref.load %[[W3IDS]][%[[POS0]]]
+// CHECK: memref.load %[[W3IDS]][%[[POS1]]]
 // CHECK: %[[AT0:.+]] = arith.muli %[[POS0]]
 // CHECK: vector.load %[[P]]
 // CHECK: %[[AT1:.+]] = arith.muli %[[POS1]]
