@@ -49,6 +49,8 @@ n - bos - eos, S = selected blocks = sum of budgets, R = rows):
         paged cache fields ([num_blocks, ...]) P x inner x itemsize
           (gqa_quest: max + min = 2 x 128 x 2 B per block;
            block_sparse: centroids = 128 x 2 B per block)
+        a field the kernels also write (a Save, running_avg's
+          running_score) counts twice: read and written back
       + the score written once, P x 4 (one f32 per scored position,
         whatever the kernels materialize)
   top-k floor = P x 4 (read the scores) + S x 4 (read the kept block ids)
@@ -135,7 +137,11 @@ def score_floor_bytes(m: Manifest, score_kernels: Sequence[str],
     for k in m.kernels("indexer", score_kernels):
         names = list(k.reads) if k.reads else k.buffers()
         for n in names:
-            if n not in reads and n not in k.writes:
+            if n not in reads and (k.reads or n not in k.writes):
+                reads.append(n)
+            # A field read and written back (a Save) moves its bytes twice.
+            if k.reads and n in k.writes and \
+                    m.tensors[n].role not in ("scratch", "status"):
                 reads.append(n)
     total = 0
     for n in reads:

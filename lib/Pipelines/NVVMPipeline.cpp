@@ -157,7 +157,9 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexFuse());
   pm.addPass(createVortexPadToPow2());
   pm.addPass(createVortexMaskPadding());
-  pm.addPass(createConvertVortexToGPU());
+  ConvertVortexToGPUOptions toGPU;
+  toGPU.envelopeIdentity = options.envelopeIdentity;
+  pm.addPass(createConvertVortexToGPU(toGPU));
   if (options.chainLaunches) {
     VortexGPUChainLaunchesOptions chain;
     chain.chip = options.chip;

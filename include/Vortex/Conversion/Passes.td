@@ -78,7 +78,11 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "(false: with every block)">,
     Option<"topkCtasPerSM", "topk-ctas-per-sm", "int64_t", "0",
            "CTAs per multiprocessor the top-k kernel's registers must allow "
-           "(nvvm.minctasm; 0: no bound)">
+           "(nvvm.minctasm; 0: no bound)">,
+    Option<"envelopeIdentity", "envelope-identity", "bool", "true",
+           "sum over the columns of max(x * a, x * b) as (x (a + b) + "
+           "|x| |a - b|) / 2 in fused multiply-adds (false: as written; "
+           "docs/gpu.md, \"Envelope sums\")">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -67,6 +67,12 @@ struct VortexNVVMPipelineOptions
       llvm::cl::desc("Let each kernel of a flow step launch while the one "
                      "before it finishes (vortex-gpu-chain-launches; sm_90+)"),
       llvm::cl::init(true)};
+  Option<bool> envelopeIdentity{
+      *this, "envelope-identity",
+      llvm::cl::desc("Sum max(x * a, x * b) over columns as (x (a + b) + "
+                     "|x| |a - b|) / 2 in fused multiply-adds "
+                     "(convert-vortex-to-gpu; docs/gpu.md)"),
+      llvm::cl::init(true)};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both

@@ -69,6 +69,8 @@ public:
   int64_t lanes = 1;
   Value laneInItem;
   bool unsupported = false;
+  /// Sums of envelope products by the identity (lowerEnvelopeSum).
+  bool envelopeIdentity = true;
   DenseMap<Value, TileRef> tiles;
 
   Gen gen() { return Gen{*builder, loc}; }

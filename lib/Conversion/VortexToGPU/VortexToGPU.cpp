@@ -120,6 +120,7 @@ struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
   int64_t topkCtasPerSM;
+  bool envelopeIdentity;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -144,6 +145,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.lanes = options.lanes;
   ctx.hoistPerRow = options.hoist;
   ctx.topkCtasPerSM = options.topkCtasPerSM;
+  ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -230,7 +232,7 @@ struct ConvertVortexToGPUPass
       return signalPassFailure();
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
-                          hoist,     topkCtasPerSM};
+                          hoist,     topkCtasPerSM, envelopeIdentity};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

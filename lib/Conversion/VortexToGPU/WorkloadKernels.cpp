@@ -78,6 +78,7 @@ public:
   TileKernel(FlowContext &ctx, Operation *root, bool indexerSide)
       : TileBuilder(root->getContext()), ctx(ctx), root(root),
         indexerSide(indexerSide) {
+    envelopeIdentity = ctx.envelopeIdentity;
     if (auto kernel = dyn_cast<KernelOp>(root)) {
       for (Operation &op : kernel.getBody().front())
         if (!isa<YieldOp>(op))

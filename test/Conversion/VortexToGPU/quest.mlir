@@ -82,9 +82,14 @@
 // CHECK: scf.if
 // CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
 // CHECK: arith.extf
-// CHECK: arith.maximumf
-// Sum over D: the lane slice, then the 8 lanes of the group.
+// Sum over D of the envelope products, by the identity (envelope-sum.mlir):
+// fused multiply-adds over the lane slice, then the 8 lanes of the group;
+// the max over the heads after.
+// CHECK-NOT: arith.maximumf
+// CHECK: math.fma
+// CHECK-NOT: arith.maximumf
 // CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
+// CHECK: arith.maximumf
 // CHECK: scf.if
 // CHECK: memref.store
 // CHECK: gpu.return
