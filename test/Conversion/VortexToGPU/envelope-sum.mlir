@@ -1,5 +1,9 @@
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=envelope-identity=false | FileCheck %s --check-prefix=OFF
+// The vortex-to-nvvm option reaches the pass: libdevice's fmaf (inlined at
+// serialization) with it, the maxima without.
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-identity=false" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // Envelope sums (docs/gpu.md, "Envelope sums"): sum over the columns of
 // max(x * a, x * b) becomes (x (a + b) + |x| |a - b|) / 2, two fused
@@ -60,6 +64,15 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %max: !env, %min: !env) {
 // The max over the heads is a reduction over rows, untouched.
 // CHECK: arith.maximumf
 // CHECK: gpu.return
+
+// NVVM-LABEL: llvm.func @shared_swapped_indexer_w0(
+// NVVM: llvm.call @__nv_fmaf
+// NVVM-LABEL: llvm.func @shared_swapped_indexer_topk(
+// NVVM-OFF-LABEL: llvm.func @shared_swapped_indexer_w0(
+// NVVM-OFF-NOT: __nv_fmaf
+// NVVM-OFF: llvm.intr.maximum
+// NVVM-OFF-NOT: __nv_fmaf
+// NVVM-OFF-LABEL: llvm.func @shared_swapped_indexer_topk(
 
 // OFF-LABEL: gpu.func @shared_swapped_indexer_w0(
 // OFF-NOT: math.fma
