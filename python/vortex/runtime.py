@@ -70,6 +70,11 @@ class _LaunchAttribute(ctypes.Structure):
                 ("value", ctypes.c_int), ("value_rest", ctypes.c_char * 60)]
 
 
+# The one attribute chained launches pass: made once, read by every launch.
+_PDL_ATTRIBUTE = _LaunchAttribute(
+    id=_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+
+
 class _LaunchConfig(ctypes.Structure):
     """CUlaunchConfig."""
     _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
@@ -317,7 +322,6 @@ class CompiledFlowGPU:
         self.config = manifest.config
         self._prefer = prefer
         self._states: Dict[int, _DeviceState] = {}
-        self._plans: Dict[Any, Plan] = {}
         # Launch the manifest's pdl kernels chained (docs/gpu.md "Chained
         # launches"); plans made after a change follow it.
         self.chain_launches = chain_launches_default()
@@ -598,13 +602,10 @@ class CompiledFlowGPU:
         drv = self._drv
         argv = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
         if pdl and drv.cuLaunchKernelEx is not None:
-            attr = _LaunchAttribute(
-                id=_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-                value=1)
             cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0],
                                 block[1], block[2], shared,
                                 ctypes.c_void_p(stream),
-                                ctypes.pointer(attr), 1)
+                                ctypes.pointer(_PDL_ATTRIBUTE), 1)
             res = drv.cuLaunchKernelEx(ctypes.byref(cfg), func, argv, None)
             what = "cuLaunchKernelEx"
         else:

@@ -13,7 +13,9 @@
 # or allocated when a check fails, scratch sized per call from the symbols
 # and shared by the kernels of one launch, kernels launched in manifest order
 # with the right grids, shared memory, streams and parameters, plans on the
-# tensors' device, kernel subsets, and skipped launches for empty grids.
+# tensors' device, kernel subsets, and skipped launches for empty grids;
+# the ctypes launch itself against a recording driver (chained launches
+# through cuLaunchKernelEx with the programmatic-serialization attribute).
 # Then validate_step on numpy arrays (the CPU side of the one validator)
 # and check_csr on host values.
 
@@ -191,7 +193,6 @@ class FakeFlow(rt.CompiledFlowGPU):
         self.config = manifest.config
         self.device_index = 0
         self._prefer = "cubin"
-        self._plans = {}
         self._torch = FakeTorch()
         self._states = {}
         self._specs = {}
@@ -694,6 +695,65 @@ csr_error("repeated block id", "dense_kv_indices: block id 2 appears more "
           "than once", [0, 2, 3], [2, 0, 2], 4, unique=True)
 csr_error("argument names", "block_ids: block id 9", [0, 1], [9], 4,
           indptr_name="block_ids", indices_name="block_ids")
+
+# --- the ctypes launch itself, against a recording driver -----------------
+class RecordingDriver:
+    """cuLaunchKernel / cuLaunchKernelEx recorders; `fail` makes them fail."""
+
+    def __init__(self):
+        self.calls, self.fail = [], 0
+
+    def cuLaunchKernelEx(self, cfg_ref, func, argv, extra):
+        cfg = cfg_ref._obj
+        attrs = [(cfg.attrs[i].id, cfg.attrs[i].value)
+                 for i in range(cfg.numAttrs)]
+        self.calls.append(("ex", func, (cfg.gridDimX, cfg.gridDimY,
+                                        cfg.gridDimZ),
+                           (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
+                           cfg.sharedMemBytes, cfg.hStream, attrs))
+        return self.fail
+
+    def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream,
+                       argv, extra):
+        self.calls.append(("plain", func, (gx, gy, gz), (bx, by, bz), shared,
+                           stream.value, []))
+        return self.fail
+
+    def error_name(self, res):
+        return f"CUDA_ERROR_{res}"
+
+
+class DriverOnly:
+    """What CompiledFlowGPU._launch reads of its flow."""
+    flow = "fake_flow"
+
+    def __init__(self, drv):
+        self._drv = drv
+
+
+drv = RecordingDriver()
+args = (ctypes.c_void_p * 1)()
+for pdl in (True, False, True):
+    rt.CompiledFlowGPU._launch(DriverOnly(drv), 0x42, (3, 1, 1), (256, 1, 1),
+                               1024, 0xabc, args, pdl)
+report(drv.calls == [("ex", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc,
+                      [(6, 1)]),
+                     ("plain", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc, []),
+                     ("ex", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc,
+                      [(6, 1)])],
+       "launch: a chained launch is cuLaunchKernelEx with one programmatic "
+       "stream serialization attribute (id 6, value 1), every time; an "
+       "unchained one cuLaunchKernel", drv.calls)
+drv.fail = 701
+try:
+    rt.CompiledFlowGPU._launch(DriverOnly(drv), 0x42, (3, 1, 1), (256, 1, 1),
+                               0, 0xabc, args, True)
+    report(False, "launch: a failed launch raises")
+except rt.CudaDriverError as e:
+    report("cuLaunchKernelEx(fake_flow, grid=(3, 1, 1)" in str(e) and
+           "chained) failed: CUDA_ERROR_701" in str(e),
+           "launch: a failed chained launch names the call, the flow, the "
+           "grid and the error", str(e))
 
 # The pure logic needs neither torch nor a GPU.
 report("torch" not in sys.modules, "no torch import")
