@@ -134,17 +134,19 @@ def l2_bytes() -> int:
 def score_floor_bytes(m: Manifest, score_kernels: Sequence[str],
                       R: int, P: int) -> int:
     reads: List[str] = []
+    written_back: List[str] = []
     for k in m.kernels("indexer", score_kernels):
-        names = list(k.reads) if k.reads else k.buffers()
+        # Without a `reads` list, every buffer the kernel does not write.
+        names = list(k.reads) if k.reads else \
+            [n for n in k.buffers() if n not in k.writes]
         for n in names:
-            if n not in reads and (k.reads or n not in k.writes):
+            if n not in reads:
                 reads.append(n)
             # A field read and written back (a Save) moves its bytes twice.
-            if k.reads and n in k.writes and \
-                    m.tensors[n].role not in ("scratch", "status"):
-                reads.append(n)
+            if n in k.writes and n not in written_back:
+                written_back.append(n)
     total = 0
-    for n in reads:
+    for n in reads + written_back:
         t = m.tensors[n]
         if t.role == "scratch":
             continue

@@ -159,11 +159,8 @@ TileRef TileBuilder::elementwise(
   out->at = [this, operands, fn, outD1](int64_t r, int64_t e) {
     Gen g = gen();
     SmallVector<Value> args;
-    for (const TileRef &t : operands) {
-      int64_t rr = t->d0 == 1 ? 0 : r;
-      int64_t ee = t->d1 == 1 && outD1 != 1 ? 0 : e;
-      args.push_back(t->at(rr, ee));
-    }
+    for (const TileRef &t : operands)
+      args.push_back(t->broadcastAt(r, e, outD1));
     return fn(g, args, r, e);
   };
   return out;

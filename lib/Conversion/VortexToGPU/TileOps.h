@@ -46,6 +46,13 @@ struct TileLayout {
 /// A tile and its elements, emitted at their use.
 struct Tile : TileShape {
   std::function<Value(int64_t r, int64_t e)> at;
+
+  /// Element (r, e) of a result with `outD1` columns that this tile is an
+  /// operand of, broadcast as elementwise ops do: an extent of 1 is read at
+  /// index 0.
+  Value broadcastAt(int64_t r, int64_t e, int64_t outD1) const {
+    return at(d0 == 1 ? 0 : r, d1 == 1 && outD1 != 1 ? 0 : e);
+  }
 };
 
 /// The lane layout of a kernel being emitted and the tile helpers.

@@ -38,10 +38,10 @@ static FailureOr<TileLayout> layoutReduction(const TileBuilder &tb,
   return TileLayout{tb.reduceRowsShape(operands[0], rt)};
 }
 
-/// The operands (x, a, b) of `maximum(x * a, x * b)` (either operand order
-/// of each multiply), if `v` is one whose operand tiles this kernel holds.
-static std::optional<std::array<Value, 3>> envelopeOperands(TileBuilder &tb,
-                                                            Value v) {
+/// The tiles of x, a and b in `maximum(x * a, x * b)` (either operand order
+/// of each multiply), if `v` is one and this kernel holds all three.
+static std::optional<std::array<TileRef, 3>> envelopeOperands(TileBuilder &tb,
+                                                              Value v) {
   auto max = v.getDefiningOp<MaximumOp>();
   if (!max)
     return std::nullopt;
@@ -55,8 +55,10 @@ static std::optional<std::array<Value, 3>> envelopeOperands(TileBuilder &tb,
       if (y != x)
         continue;
       Value b = y == m2.getLhs() ? m2.getRhs() : m2.getLhs();
-      if (tb.tiles.lookup(x) && tb.tiles.lookup(a) && tb.tiles.lookup(b))
-        return std::array<Value, 3>{x, a, b};
+      std::array<TileRef, 3> xab = {tb.tiles.lookup(x), tb.tiles.lookup(a),
+                                    tb.tiles.lookup(b)};
+      if (xab[0] && xab[1] && xab[2])
+        return xab;
     }
   }
   return std::nullopt;
@@ -69,9 +71,8 @@ static std::optional<std::array<Value, 3>> envelopeOperands(TileBuilder &tb,
 /// "Envelope sums"). The tile has the plain sum's layout.
 static TileRef lowerEnvelopeSum(TileBuilder &tb, TileRef in,
                                 VTensorType resultType,
-                                const std::array<Value, 3> &xab) {
-  TileRef x = tb.tiles.lookup(xab[0]), a = tb.tiles.lookup(xab[1]),
-          b = tb.tiles.lookup(xab[2]);
+                                const std::array<TileRef, 3> &xab) {
+  const auto &[x, a, b] = xab;
   FailureOr<TileLayout> layout =
       tb.reduceColumnsLayout(*in, resultType, in->d1);
   if (failed(layout)) {
@@ -80,10 +81,6 @@ static TileRef lowerEnvelopeSum(TileBuilder &tb, TileRef in,
   }
   TileRef out = tb.makeTile(layout->shape);
   Gen g = tb.gen();
-  // Broadcast as the elementwise ops do: an extent of 1 is read at 0.
-  auto element = [&](const TileRef &t, int64_t r, int64_t e) {
-    return t->at(t->d0 == 1 ? 0 : r, t->d1 == 1 && in->d1 != 1 ? 0 : e);
-  };
   // a + b and |a - b| once per column when a and b are rows broadcast
   // over the tile's rows (Quest's envelopes), else per element.
   DenseMap<std::pair<int64_t, int64_t>, std::pair<Value, Value>> sumGap;
@@ -99,12 +96,13 @@ static TileRef lowerEnvelopeSum(TileBuilder &tb, TileRef in,
       int64_t key = a->d0 == 1 && b->d0 == 1 ? 0 : r;
       auto [it, fresh] = sumGap.try_emplace({key, e});
       if (fresh) {
-        Value av = element(a, r, e), bv = element(b, r, e);
+        Value av = a->broadcastAt(r, e, in->d1),
+              bv = b->broadcastAt(r, e, in->d1);
         it->second = {g.addF(av, bv),
                       math::AbsFOp::create(g.b, g.loc, g.subF(av, bv))};
       }
       auto [sum, gap] = it->second;
-      Value xv = element(x, r, e);
+      Value xv = x->broadcastAt(r, e, in->d1);
       acc = math::FmaOp::create(g.b, g.loc, xv, sum, acc);
       acc = math::FmaOp::create(
           g.b, g.loc, math::AbsFOp::create(g.b, g.loc, xv), gap, acc);
