@@ -231,7 +231,7 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
                                                b.getI64IntegerAttr(1)})),
        b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
        b.getNamedAttr(kManifestParams, b.getArrayAttr(params)),
-       b.getNamedAttr("reads", strArray(b, k.reads)),
+       b.getNamedAttr(kManifestReads, strArray(b, k.reads)),
        b.getNamedAttr(kManifestWrites, strArray(b, k.writes))});
 }
 

@@ -1,9 +1,11 @@
 // vortex-to-nvvm chains a flow's launches (vortex-gpu-chain-launches, after
 // convert-vortex-to-gpu): the score kernel lets the top-k launch once its
-// CTAs have started, the top-k reads its row bounds and then waits for the
-// scores; the manifest marks the top-k's launch pdl. The cache step is one
-// launch and is left alone. chain-launches=false, and a chip before sm_90,
-// leave every kernel and the manifest unchained.
+// CTAs have started; the top-k reads its row bounds, sums the kept counts
+// of the rows before it (its offset, a CTA reduction over shared memory)
+// and stores its sparse indptr entry before it waits, and waits before the
+// first score it reads; the manifest marks the top-k's launch pdl. The
+// cache step is one launch and is left alone. chain-launches=false, and a
+// chip before sm_90, leave every kernel and the manifest unchained.
 //
 // RUN: vortex-opt %examples/block_sparse_attention.mlir \
 // RUN:   --vortex-nvvm-stage-lower | FileCheck %s
@@ -22,15 +24,27 @@
 // CHECK-LABEL: llvm.func @block_sparse_attention_indexer_w0(
 // CHECK: nvvm.griddepcontrol launch_dependents
 // CHECK-NOT: griddepcontrol
-// The row's bounds, indptr[row] and indptr[row + 1] (i32), come before the
-// wait; so do the memref extents (i64, from the descriptor's alloca).
+// Before the first wait: the row's bounds (i32 loads), the offset's
+// barriers and its store of the sparse indptr (i32, global); no score (f32)
+// is read before it. Two more waits are on paths that need them: the
+// per-pick selection of k > 4096 and the guard's status record; a last
+// one before the return (every thread waits before it exits).
 // CHECK-LABEL: llvm.func @block_sparse_attention_indexer_topk(
 // CHECK-NOT: griddepcontrol
+// CHECK-NOT: -> f32
 // CHECK: llvm.load %{{.+}} : !llvm.ptr -> i32
-// CHECK-NOT: griddepcontrol
-// CHECK: llvm.load %{{.+}} : !llvm.ptr -> i32
-// CHECK-NOT: llvm.load
+// CHECK-NOT: -> f32
+// CHECK: nvvm.barrier0
+// CHECK-NOT: -> f32
+// CHECK: llvm.store %{{.+}}, %{{.+}} : i32, !llvm.ptr{{$}}
+// CHECK-NOT: -> f32
 // CHECK: nvvm.griddepcontrol wait
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK: nvvm.griddepcontrol wait
+// CHECK: nvvm.griddepcontrol wait
+// CHECK: nvvm.griddepcontrol wait
+// CHECK-NEXT: llvm.return
 // CHECK-NOT: griddepcontrol
 // CHECK-LABEL: llvm.func @block_sparse_attention_cache_w0(
 // CHECK-NOT: griddepcontrol

@@ -53,9 +53,11 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
     * Each cache `vortex.kernel` becomes a kernel over the completed blocks.
     * Softmax, normalize, conv1d and mean/sum/max/min/l2norm over dim 0 run
       one CTA per row over `[bos, n - eos)`.
-    * `vortex.topk` / `vortex.approx_topk` run one CTA per row: a bitonic
-      sort in shared memory of (score, position) keys (rows up to 4096
-      scored blocks; longer rows use a slower per-pick reduction).
+    * `vortex.topk` / `vortex.approx_topk` run one CTA per row: a radix
+      select of the k-th best score key (8-bit digits, histograms in shared
+      memory), then the k kept keys gathered
+      and ordered by rank (k up to 4096; a larger k picks one CTA-wide
+      maximum at a time). docs/gpu.md, "Top-k".
     Values crossing kernels live in f32 scratch buffers. Each workload
     kernel is planned before it is emitted (lanes per block, narrow mode,
     hoisting, items per iteration, registers, CTA shape) and carries the

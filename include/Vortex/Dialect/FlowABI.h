@@ -31,11 +31,12 @@ inline constexpr int64_t kManifestVersion = 2;
 inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
 /// Manifest keys that passes and tools after the back end read or set: the
 /// steps, a step's arguments, writes and launches, a launch's kernel,
-/// params (each a name and a kind, "buffer" or "scalar") and writes, and
-/// `pdl` (the launch may overlap the one before it;
+/// params (each a name and a kind, "buffer" or "scalar"), reads and
+/// writes, and `pdl` (the launch may overlap the one before it;
 /// vortex-gpu-chain-launches).
 inline constexpr llvm::StringLiteral kManifestSteps = "steps";
 inline constexpr llvm::StringLiteral kManifestArgs = "args";
+inline constexpr llvm::StringLiteral kManifestReads = "reads";
 inline constexpr llvm::StringLiteral kManifestWrites = "writes";
 inline constexpr llvm::StringLiteral kManifestKernels = "kernels";
 inline constexpr llvm::StringLiteral kManifestKernel = "kernel";

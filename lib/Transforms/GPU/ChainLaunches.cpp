@@ -13,7 +13,10 @@
 #include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Transforms/GPU/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -34,65 +37,131 @@ struct Chaining {
   gpu::GPUFuncOp func;
   bool wait = false, trigger = false;
   /// The kernel's parameter names (a buffer's tensor, or "" for a scalar),
-  /// one per argument, and the tensors earlier launches of its step write:
-  /// loads of other buffers may come before the wait.
+  /// one per argument, and the tensors earlier launches of its step read
+  /// and write: what touches neither may come before the wait.
   SmallVector<std::string> params;
-  llvm::StringSet<> writtenBefore;
-  /// An earlier launch lists no writes: it may write anything.
-  bool anyWrittenBefore = false;
+  llvm::StringSet<> readBefore, writtenBefore;
+  /// An earlier launch lists no reads (writes): it may read (write)
+  /// anything.
+  bool anyReadBefore = false, anyWrittenBefore = false;
+
+  /// The tensor of buffer argument `v` of the kernel, or "" (a scalar, a
+  /// value that is no argument, or params that do not match the kernel).
+  StringRef tensorOf(Value v) const {
+    gpu::GPUFuncOp f = func;
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &f.getBody().front() ||
+        arg.getArgNumber() >= f.getNumArguments() ||
+        f.getNumArguments() != params.size())
+      return {};
+    return params[arg.getArgNumber()];
+  }
+  /// Whether `v` is one of the kernel's workgroup or private attributions:
+  /// memory no other launch can touch.
+  bool isAttribution(Value v) const {
+    gpu::GPUFuncOp f = func;
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &f.getBody().front() &&
+           arg.getArgNumber() >= f.getNumArguments();
+  }
+  /// Whether a load of `memref` may come before the wait.
+  bool mayLoad(Value memref) const {
+    if (isAttribution(memref))
+      return true;
+    StringRef name = tensorOf(memref);
+    return !name.empty() && !anyWrittenBefore && !writtenBefore.contains(name);
+  }
+  /// Whether a store to `memref` may come before the wait: no earlier
+  /// launch reads what it overwrites or writes it after.
+  bool mayStore(Value memref) const {
+    if (isAttribution(memref))
+      return true;
+    StringRef name = tensorOf(memref);
+    return mayLoad(memref) && !anyReadBefore && !readBefore.contains(name);
+  }
 };
 
-/// Whether the entry block of `func` already holds griddepcontrol `kind`.
+/// Whether `kind` is already in the body of `func`.
 bool hasControl(gpu::GPUFuncOp func, NVVM::GridDepActionKind kind) {
-  return llvm::any_of(func.getBody().front(), [&](Operation &op) {
-    auto ctl = dyn_cast<NVVM::GriddepcontrolOp>(op);
-    return ctl && ctl.getKind() == kind;
+  bool found = false;
+  func.walk([&](NVVM::GriddepcontrolOp ctl) {
+    found |= ctl.getKind() == kind;
   });
+  return found;
 }
 
-/// Whether `op`, ahead of the wait, touches nothing an earlier launch of
-/// the step writes: no memory effects and no regions, or a load of a
-/// buffer argument no earlier launch writes.
+/// Whether `op` and every op nested in it touch nothing an earlier launch
+/// of the step writes, and write nothing an earlier launch reads or
+/// writes: ops without memory effects, barriers, and loads, stores and
+/// atomics of buffers that allow it.
 bool mayPrecedeWait(Operation &op, const Chaining &c) {
-  gpu::GPUFuncOp func = c.func;
-  if (op.getNumRegions() == 0 && isMemoryEffectFree(&op))
+  WalkResult result = op.walk([&](Operation *nested) {
+    if (auto load = dyn_cast<memref::LoadOp>(nested))
+      return c.mayLoad(load.getMemref()) ? WalkResult::advance()
+                                         : WalkResult::interrupt();
+    if (auto store = dyn_cast<memref::StoreOp>(nested))
+      return c.mayStore(store.getMemref()) ? WalkResult::advance()
+                                           : WalkResult::interrupt();
+    if (auto rmw = dyn_cast<memref::AtomicRMWOp>(nested))
+      return c.mayStore(rmw.getMemref()) ? WalkResult::advance()
+                                         : WalkResult::interrupt();
+    // A trigger is no access; barriers order this CTA's own accesses.
+    if (isa<gpu::BarrierOp, NVVM::GriddepcontrolOp>(nested))
+      return WalkResult::advance();
+    // Control flow and pure ops: what is nested in them is walked too.
+    if (nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+        isMemoryEffectFree(nested))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !result.wasInterrupted();
+}
+
+/// Puts a wait in `block` before its first op that may not precede one,
+/// and returns whether it did. An scf.if is entered instead: each branch
+/// waits where it needs to, so a path that touches no earlier launch's
+/// data (a row within budget) does its work without waiting, and the ops
+/// after the if are judged again. A thread that waits twice finds the
+/// second wait already met.
+bool placeWaits(Block &block, const Chaining &c, OpBuilder &b) {
+  for (Operation &op : block) {
+    if (mayPrecedeWait(op, c))
+      continue;
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+        if (!region->empty())
+          placeWaits(region->front(), c, b);
+      continue;
+    }
+    b.setInsertionPoint(&op);
+    NVVM::GriddepcontrolOp::create(b, op.getLoc(),
+                                   NVVM::GridDepActionKind::wait);
     return true;
-  auto load = dyn_cast<memref::LoadOp>(op);
-  auto arg = load ? dyn_cast<BlockArgument>(load.getMemref()) : nullptr;
-  if (!arg || arg.getOwner() != &func.getBody().front() ||
-      arg.getArgNumber() >= func.getNumArguments() ||
-      func.getNumArguments() != c.params.size())
-    return false;
-  const std::string &name = c.params[arg.getArgNumber()];
-  return !name.empty() && !c.anyWrittenBefore &&
-         !c.writtenBefore.contains(name);
+  }
+  return false;
 }
 
 void chain(const Chaining &c) {
   gpu::GPUFuncOp func = c.func;
   Block &entry = func.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
-  Location loc = func.getLoc();
   bool waits = hasControl(func, NVVM::GridDepActionKind::wait);
   if (c.trigger &&
       !hasControl(func, NVVM::GridDepActionKind::launch_dependents))
-    NVVM::GriddepcontrolOp::create(b, loc,
+    NVVM::GriddepcontrolOp::create(b, func.getLoc(),
                                    NVVM::GridDepActionKind::launch_dependents);
-  if (!c.wait || waits)
-    return;
-  // The wait goes before the first op that may touch what an earlier launch
-  // writes: the kernel's own prologue (its row's bounds) then overlaps the
-  // launch before it.
-  Operation *at = b.getInsertionBlock()->end() == b.getInsertionPoint()
-                      ? nullptr
-                      : &*b.getInsertionPoint();
-  while (at && mayPrecedeWait(*at, c))
-    at = at->getNextNode();
-  if (at)
-    b.setInsertionPoint(at);
-  else
+  // The waits go before the first ops that may touch what an earlier
+  // launch wrote (or write what it read): the kernel's own prologue (its
+  // row's bounds, offset and copies) then overlaps the launch before it.
+  // Every thread still waits before it returns, so the kernel completes
+  // only after the launch before it has: the launches after it, and the
+  // stream's work after the step, may rely on all earlier launches having
+  // completed once this one has.
+  if (c.wait && !waits && !placeWaits(entry, c, b)) {
     b.setInsertionPoint(entry.getTerminator());
-  NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+    NVVM::GriddepcontrolOp::create(b, func.getLoc(),
+                                   NVVM::GridDepActionKind::wait);
+  }
 }
 
 struct VortexGPUChainLaunchesPass final
@@ -118,6 +187,19 @@ struct VortexGPUChainLaunchesPass final
                       llvm::StringMap<Chaining> &needs);
 };
 
+/// Adds a launch's reads or writes list to `names`; a missing list, or an
+/// entry that is no string, may name anything.
+void addTensors(ArrayAttr list, llvm::StringSet<> &names, bool &any) {
+  any |= !list;
+  if (list)
+    for (Attribute a : list) {
+      auto name = dyn_cast<StringAttr>(a);
+      any |= !name;
+      if (name)
+        names.insert(name.getValue());
+    }
+}
+
 ArrayAttr VortexGPUChainLaunchesPass::chainStep(
     StringRef step, Attribute launches, llvm::StringMap<Chaining> &needs) {
   ModuleOp module = getOperation();
@@ -131,8 +213,8 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
   Builder b(module.getContext());
   // What the launches so far write; a launch without a writes list may
   // write anything, and then every later kernel waits first.
-  llvm::StringSet<> written;
-  bool anyWritten = false;
+  llvm::StringSet<> read, written;
+  bool anyRead = false, anyWritten = false;
   for (auto [i, launch] : llvm::enumerate(list)) {
     auto dict = dyn_cast<DictionaryAttr>(launch);
     auto name = dict ? dict.getAs<StringAttr>(abi::kManifestKernel) : nullptr;
@@ -143,7 +225,7 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
     }
     gpu::GPUFuncOp func = findKernel(name.getValue());
     if (!func) {
-      anyWritten = true;
+      anyRead = anyWritten = true;
       out.push_back(dict);
       continue;
     }
@@ -165,18 +247,15 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
                 : std::string());
       }
     }
+    for (const auto &r : read)
+      c.readBefore.insert(r.getKey());
     for (const auto &w : written)
       c.writtenBefore.insert(w.getKey());
+    c.anyReadBefore |= anyRead;
     c.anyWrittenBefore |= anyWritten;
-    auto writes = dict.getAs<ArrayAttr>(abi::kManifestWrites);
-    anyWritten |= !writes;
-    if (writes)
-      for (Attribute w : writes) {
-        auto ws = dyn_cast<StringAttr>(w);
-        anyWritten |= !ws;
-        if (ws)
-          written.insert(ws.getValue());
-      }
+    addTensors(dict.getAs<ArrayAttr>(abi::kManifestReads), read, anyRead);
+    addTensors(dict.getAs<ArrayAttr>(abi::kManifestWrites), written,
+               anyWritten);
     NamedAttrList fields(dict);
     if (i > 0)
       fields.set(abi::kManifestPdl, b.getBoolAttr(true));

@@ -11,8 +11,11 @@
 //
 // The wait comes before the first op that may touch what an earlier launch
 // wrote: k1 reads its row bounds from `indptr`, which no launch writes,
-// before it; `s`, which k0 writes, after it. k2 waits before its scf.if
-// (a region may hold anything).
+// before it; `s`, which k0 writes, after it. k2's scf.if stores to
+// `indptr`, and the launches before it list no reads (they may read
+// anything): the wait goes into the if, before the store. Every thread
+// still waits before it returns (k2 completes only after k1 has), so a
+// second wait comes before the return.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: cache = {args = [], kernels = [{kernel = "c0"}], writes = []}
 // CHECK-SAME: {kernel = "k1", params = [{kind = "buffer", name = "indptr"}, {kind = "buffer", name = "s"}, {kind = "scalar", name = "rows"}], pdl = true, writes = ["out"]}
@@ -32,8 +35,12 @@
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: memref.load %arg0
 // CHECK-NEXT: arith.cmpi
-// CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: gpu.return
 // CHECK-LABEL: gpu.func @c0
 // CHECK-NEXT: gpu.return
 // SM80-NOT: griddepcontrol
@@ -78,6 +85,142 @@ module attributes {vortex.manifest = {version = 2, steps = {
       gpu.return
     }
     gpu.func @c0() kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// With reads and writes listed, the wait goes past everything that touches
+// neither what the score launch writes nor what it reads: the loop over
+// `indptr` (the row's offset), the workgroup buffer and its barrier, and
+// the store to `out`, which s0 neither reads nor writes. The first scf.if
+// loads `scores` (s0 writes it) in its then-branch only: the wait goes
+// there, and the else-branch, which copies `indptr` to `out`, does not
+// wait. After the if, the store to `q` (s0 reads it: overwriting it early
+// would race) and the atomic on `status` (s0 writes it) each wait in the
+// branch that does them; the loop that loads `scores` waits before it,
+// in the entry block, so no wait is added before the return.
+// CHECK-LABEL: module attributes
+// CHECK-LABEL: gpu.func @t1
+// CHECK-NOT: griddepcontrol
+// CHECK: scf.for
+// CHECK: memref.load %arg0
+// CHECK-NOT: griddepcontrol
+// CHECK: memref.store %{{.+}}, %arg6[
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: griddepcontrol
+// CHECK: memref.store %{{.+}}, %arg3[
+// CHECK-NEXT: arith.cmpi
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.load %arg1
+// CHECK: } else {
+// CHECK-NOT: griddepcontrol
+// CHECK: memref.store %{{.+}}, %arg3[
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.store %{{.+}}, %arg4[
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.atomic_rmw addi %{{.+}}, %arg5[
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: scf.for
+// CHECK-NOT: griddepcontrol
+// CHECK: gpu.return
+module attributes {vortex.manifest = {steps = {
+    indexer = {kernels = [{kernel = "s0",
+                           params = [{name = "indptr", kind = "buffer"},
+                                     {name = "q", kind = "buffer"},
+                                     {name = "scores", kind = "buffer"},
+                                     {name = "status", kind = "buffer"}],
+                           reads = ["indptr", "q"],
+                           writes = ["scores", "status"]},
+                          {kernel = "t1",
+                           params = [{name = "indptr", kind = "buffer"},
+                                     {name = "scores", kind = "buffer"},
+                                     {name = "rows", kind = "scalar"},
+                                     {name = "out", kind = "buffer"},
+                                     {name = "q", kind = "buffer"},
+                                     {name = "status", kind = "buffer"}],
+                           reads = ["indptr", "scores"],
+                           writes = ["out", "q", "status"]}]}}}} {
+  gpu.module @kernels {
+    gpu.func @s0(%indptr: memref<?xi32>, %q: memref<?xf32>,
+                 %scores: memref<?xf32>, %status: memref<?xi32>) kernel {
+      gpu.return
+    }
+    gpu.func @t1(%indptr: memref<?xi32>, %scores: memref<?xf32>, %rows: i32,
+                 %out: memref<?xi32>, %q: memref<?xf32>,
+                 %status: memref<?xi32>)
+        workgroup(%sums: memref<8xi32, #gpu.address_space<workgroup>>)
+        kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %zero = arith.constant 0 : i32
+      %f = arith.constant 1.0 : f32
+      %r = gpu.block_id x
+      %sum = scf.for %i = %c0 to %r step %c1 iter_args(%acc = %zero) -> i32 {
+        %n = memref.load %indptr[%i] : memref<?xi32>
+        %s = arith.addi %acc, %n : i32
+        scf.yield %s : i32
+      }
+      memref.store %sum, %sums[%c0] : memref<8xi32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      memref.store %sum, %out[%r] : memref<?xi32>
+      %p = arith.cmpi sgt, %sum, %zero : i32
+      scf.if %p {
+        %x = memref.load %scores[%r] : memref<?xf32>
+        %y = arith.fptosi %x : f32 to i32
+        memref.store %y, %out[%c0] : memref<?xi32>
+      } else {
+        %n = memref.load %indptr[%c0] : memref<?xi32>
+        memref.store %n, %out[%c1] : memref<?xi32>
+      }
+      scf.if %p {
+        memref.store %f, %q[%c0] : memref<?xf32>
+      }
+      scf.if %p {
+        %old = memref.atomic_rmw addi %zero, %status[%c0] : (i32, memref<?xi32>) -> i32
+      }
+      scf.for %i = %c0 to %c8 step %c1 {
+        %x = memref.load %scores[%i] : memref<?xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A reads list with an entry that is no string may name anything: the
+// kernel after it still loads `indptr` before the wait, but its store to
+// `out` waits.
+// CHECK-LABEL: module attributes
+// CHECK-LABEL: gpu.func @v1
+// CHECK-NEXT: arith.constant 0 : index
+// CHECK-NEXT: memref.load %arg0
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.store
+module attributes {vortex.manifest = {steps = {
+    indexer = {kernels = [{kernel = "v0", reads = [1], writes = []},
+                          {kernel = "v1",
+                           params = [{name = "indptr", kind = "buffer"},
+                                     {name = "out", kind = "buffer"}],
+                           reads = ["indptr"], writes = ["out"]}]}}}} {
+  gpu.module @kernels {
+    gpu.func @v0() kernel {
+      gpu.return
+    }
+    gpu.func @v1(%indptr: memref<?xi32>, %out: memref<?xi32>) kernel {
+      %c0 = arith.constant 0 : index
+      %n = memref.load %indptr[%c0] : memref<?xi32>
+      memref.store %n, %out[%c0] : memref<?xi32>
       gpu.return
     }
   }

@@ -167,21 +167,32 @@ def VortexGPUChainLaunches
       once all of its CTAs have started, the next kernel's launch may begin;
     * ki with i > 0 gets `nvvm.griddepcontrol wait` before the first op of
       its entry block that may touch memory an earlier launch of the step
-      writes, and its manifest entry gets `pdl = true`: the runtime may
-      launch it with programmatic stream serialization (docs/manifest.md).
-      Ahead of the wait stay only ops without memory effects or regions and
-      `memref.load`s of buffer arguments whose tensors (the launch's
-      `params`) no earlier launch lists in its `writes`; a launch without a
-      `writes` list may write anything. A kernel's prologue (its row's
-      bounds) thus overlaps the launch before it. Without the launch
-      attribute the wait returns at once, so the kernel is correct launched
-      either way.
+      writes, or write memory it reads, and its manifest entry gets
+      `pdl = true`: the runtime may launch it with programmatic stream
+      serialization (docs/manifest.md). Ahead of the wait stay ops without
+      memory effects, barriers, loads and stores of the kernel's workgroup
+      and private attributions, `memref.load`s of buffer arguments whose
+      tensors (the launch's `params`) no earlier launch lists in its
+      `writes`, and `memref.store`s and `memref.atomic_rmw`s of buffers no
+      earlier launch lists in its `reads` or `writes`; region ops
+      (loops, ifs) go ahead when everything in them does. A launch without
+      a `reads` (`writes`) list, or with an entry that is no string, may
+      read (write) anything. An `scf.if` that holds something else is
+      entered: each branch gets its own wait where it needs one (a branch
+      that touches nothing of the kind waits for nothing), and the ops after
+      the if are judged the same way. Unless the entry block itself got
+      a wait, one more comes before the return, so that every thread waits
+      before it exits: the kernel never completes before the launch it
+      depends on, and what follows it may rely on every earlier launch
+      having completed. A kernel's prologue (its row's bounds, its offset,
+      its writes of outputs no earlier launch touches) thus overlaps the
+      launch before it. Without the launch attribute the wait returns at
+      once, so the kernel is correct launched either way.
 
     The first launch of a step waits on nothing it does not know: it is
     launched the ordinary way, after whatever the stream ran before, and the
-    launches after it start no earlier than it does. A kernel whose entry
-    block already holds these ops is left as it is, so the pass may run
-    twice.
+    launches after it start no earlier than it does. A kernel that already
+    holds these ops is left as it is, so the pass may run twice.
 
     For a `chip` before sm_90, and on a module without a manifest or
     without manifest steps, the pass changes nothing. A launch whose kernel
