@@ -303,10 +303,13 @@ def compare_selection(got_sp: np.ndarray, got_si: np.ndarray,
 
 def compare_exact(got_sp: np.ndarray, got_si: np.ndarray,
                   ref_sp: np.ndarray, ref_si: np.ndarray, integer: bool,
-                  stats: SelectionStats) -> List[str]:
+                  stats: SelectionStats,
+                  indptr: Optional[np.ndarray] = None,
+                  cfg: Optional[npref.Config] = None) -> List[str]:
     """The whole sparse CSR bit for bit: integer data (exact scores, ties
     to the lower position), and trtllm unions, whose order the reference
-    fixes."""
+    fixes. Given the dense indptr and the config, the rows that select are
+    counted in `stats.selecting`."""
     if not integer:
         return ["a union's selection is compared exactly, on exact scores: "
                 "run with --integer-data"]
@@ -316,6 +319,9 @@ def compare_exact(got_sp: np.ndarray, got_si: np.ndarray,
     problems: List[str] = []
     for r in range(len(ref_sp) - 1):
         stats.rows += 1
+        if indptr is not None and cfg is not None and cfg.needs_selection(
+                int(indptr[r + 1]) - int(indptr[r])):
+            stats.selecting += 1
         got = got_si[got_sp[r]:got_sp[r + 1]]
         want = ref_si[ref_sp[r]:ref_sp[r + 1]]
         if (got != want).any():
@@ -431,7 +437,8 @@ def check_flow(path: str, args, device) -> FlowResult:
             if args.integer_data or score is None:
                 probs = compare_exact(sp.cpu().numpy(), si.cpu().numpy(),
                                       rsp.cpu().numpy(), rsi.cpu().numpy(),
-                                      args.integer_data, st)
+                                      args.integer_data, st,
+                                      P.indptr.cpu().numpy(), cfg)
             else:
                 probs = compare_selection(
                     sp.cpu().numpy(), si.cpu().numpy(), rsp.cpu().numpy(),

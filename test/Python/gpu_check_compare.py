@@ -92,6 +92,13 @@ stats = gpu_check.SelectionStats()
 report(not gpu_check.compare_exact(ref_sp, ref_si, ref_sp, ref_si, True,
                                    stats) and stats.exact_rows == 4,
        "compare_exact accepts an identical CSR")
+# Given the dense indptr and the config, it counts the rows that select
+# (without them it cannot tell, and counts none).
+stats = gpu_check.SelectionStats()
+report(not gpu_check.compare_exact(ref_sp, ref_si, ref_sp, ref_si, True,
+                                   stats, indptr, cfg)
+       and stats.selecting == 2 and stats.exact_rows == 4,
+       "compare_exact counts the 2 selecting rows", stats.selecting)
 probs = gpu_check.compare_exact(ref_sp, reordered, ref_sp, ref_si, True,
                                 gpu_check.SelectionStats())
 report(len(probs) == 1 and "row 0" in probs[0],
