@@ -77,7 +77,8 @@ struct Chaining {
     if (isAttribution(memref))
       return true;
     StringRef name = tensorOf(memref);
-    return mayLoad(memref) && !anyReadBefore && !readBefore.contains(name);
+    return !name.empty() && !anyWrittenBefore && !anyReadBefore &&
+           !writtenBefore.contains(name) && !readBefore.contains(name);
   }
 };
 
@@ -211,8 +212,9 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
   }
   SmallVector<Attribute> out;
   Builder b(module.getContext());
-  // What the launches so far write; a launch without a writes list may
-  // write anything, and then every later kernel waits first.
+  // What the launches so far read and write; a launch without a reads
+  // (writes) list may read (write) anything, and then every later kernel
+  // waits before any store (any access to a buffer argument).
   llvm::StringSet<> read, written;
   bool anyRead = false, anyWritten = false;
   for (auto [i, launch] : llvm::enumerate(list)) {
