@@ -223,16 +223,19 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
          b.getNamedAttr(kManifestParamKind,
                         b.getStringAttr(p.isBuffer ? kManifestBufferParam
                                                    : kManifestScalarParam))}));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr(kManifestKernel, b.getStringAttr(k.name)),
-       b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
-       b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
-                                               b.getI64IntegerAttr(1),
-                                               b.getI64IntegerAttr(1)})),
-       b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
-       b.getNamedAttr(kManifestParams, b.getArrayAttr(params)),
-       b.getNamedAttr(kManifestReads, strArray(b, k.reads)),
-       b.getNamedAttr(kManifestWrites, strArray(b, k.writes))});
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr(kManifestKernel, b.getStringAttr(k.name)),
+      b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
+      b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
+                                              b.getI64IntegerAttr(1),
+                                              b.getI64IntegerAttr(1)})),
+      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
+      b.getNamedAttr(kManifestParams, b.getArrayAttr(params)),
+      b.getNamedAttr(kManifestReads, strArray(b, k.reads)),
+      b.getNamedAttr(kManifestWrites, strArray(b, k.writes))};
+  if (!k.choice.empty())
+    attrs.push_back(b.getNamedAttr(kManifestChoice, b.getStringAttr(k.choice)));
+  return b.getDictionaryAttr(attrs);
 }
 
 DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {

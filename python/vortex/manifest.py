@@ -202,6 +202,9 @@ class KernelSpec:
     # May be launched programmatically dependent on the launch before it:
     # the kernel waits (griddepcontrol) before touching memory.
     pdl: bool = False
+    # Adjacent launches of one non-empty choice are alternatives computing
+    # the same thing: exactly one of them is launched (`choose_launches`).
+    choice: str = ""
 
     def buffers(self) -> List[str]:
         return [p.name for p in self.params if p.kind == "buffer"]
@@ -362,6 +365,15 @@ class Manifest:
         for w in writes:
             if w not in args:
                 raise _fail(where, f"writes {w!r}, which is not an argument")
+        # A choice's members are adjacent: split, each run would launch.
+        ended = set()
+        for i, k in enumerate(kernels):
+            before = kernels[i - 1].choice if i else ""
+            if before and before != k.choice:
+                ended.add(before)
+            if k.choice in ended:
+                raise _fail(where, f"the launches of choice {k.choice!r} are "
+                            "not adjacent")
         for k in kernels:
             for t in k.writes:
                 if self.tensors[t].role not in _INTERNAL and t not in writes:
@@ -422,8 +434,14 @@ class Manifest:
             raise _fail(where, f"pdl must be true or false, got {pdl!r}")
         if pdl and self.backend != "cuda":
             raise _fail(where, f"pdl on backend {self.backend!r}")
+        choice = k.get("choice", "")
+        if not isinstance(choice, str):
+            raise _fail(where, f"choice must be a string, got {choice!r}")
+        if choice and kind not in ("rows", "items", "fixed"):
+            raise _fail(where, f"choice {choice!r} on a {kind!r} grid (only "
+                        "rows, items and fixed grids are chosen by size)")
         return KernelSpec(name, grid, block, shared, params, reads, writes,
-                          pdl)
+                          pdl, choice)
 
     def _parse_param(self, where: str, p: Any) -> ParamSpec:
         try:
@@ -822,6 +840,24 @@ def grid_size(spec: KernelSpec, symbols: Mapping[str, int], num_sms: int,
     else:  # fixed
         x = int(g["x"])
     return (int(x), int(g.get("y", 1)), int(g.get("z", 1)))
+
+
+def choose_launches(specs: Sequence[KernelSpec],
+                    fits: Callable[[KernelSpec], bool]) -> List[KernelSpec]:
+    """The launches of `specs`: each group of adjacent launches of one
+    choice becomes its first member whose grid `fits` on the device in one
+    wave, else its last."""
+    out: List[KernelSpec] = []
+    i = 0
+    while i < len(specs):
+        j = i + 1
+        while (specs[i].choice and j < len(specs)
+               and specs[j].choice == specs[i].choice):
+            j += 1
+        group = specs[i:j]
+        out.append(next((s for s in group[:-1] if fits(s)), group[-1]))
+        i = j
+    return out
 
 
 def buffer_bytes(manifest: Manifest, name: str,

@@ -34,13 +34,14 @@ does not declare statically.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest import (DTYPES, KernelSpec, Manifest, buffer_bytes,
-                       grid_size, validate_step)
+                       choose_launches, grid_size, validate_step)
 
 __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
            "check_ptx",
@@ -529,7 +530,9 @@ class CompiledFlowGPU:
              kernels=None) -> Plan:
         """Validate the step's arguments (by manifest name) and return its
         launch plan on their device (see `Plan`). `kernels` (names or a
-        predicate) plans a subset of the step."""
+        predicate) plans a subset of the step. Of alternatives (a `choice`),
+        the first whose grid fits on the device in one wave is launched,
+        else the last."""
         m = self.manifest
         dev = self._device_of(step, tensors)
         specs = m.kernels(step, kernels)
@@ -550,8 +553,13 @@ class CompiledFlowGPU:
         scratch = [n for n in m.used_tensors(specs)
                    if m.tensors[n].role == "scratch"]
         scratch_bytes = [buffer_bytes(m, n, symbols) for n in scratch]
+        def fits(spec: KernelSpec) -> bool:
+            k = st.kernels[spec.kernel]
+            return math.prod(grid_size(spec, symbols, st.num_sms,
+                                       k.max_active)) <= \
+                k.max_active * st.num_sms
         launches = []
-        for spec in specs:
+        for spec in choose_launches(specs, fits):
             k = st.kernels[spec.kernel]
             grid = grid_size(spec, symbols, st.num_sms, k.max_active)
             if min(grid) <= 0:

@@ -19,7 +19,14 @@
 // CHECK-NOT: pdl
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_w0"
 // CHECK-NOT: pdl
+// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_topk"
+// CHECK-SAME: pdl = true
+// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
+// CHECK-SAME: kernel = "block_sparse_attention_indexer_topk_t256"
+// CHECK-SAME: pdl = true
+// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
+// CHECK-SAME: kernel = "block_sparse_attention_indexer_topk_t128"
 // CHECK-SAME: pdl = true
 // CHECK-LABEL: llvm.func @block_sparse_attention_indexer_w0(
 // CHECK: nvvm.griddepcontrol launch_dependents
@@ -46,6 +53,20 @@
 // CHECK: nvvm.griddepcontrol wait
 // CHECK-NEXT: llvm.return
 // CHECK-NOT: griddepcontrol
+// The other two alternatives are placed the same way (chained to the score
+// kernel, not to each other).
+// CHECK-LABEL: llvm.func @block_sparse_attention_indexer_topk_t256(
+// CHECK-NOT: griddepcontrol
+// CHECK-NOT: -> f32
+// CHECK: nvvm.griddepcontrol wait
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK-LABEL: llvm.func @block_sparse_attention_indexer_topk_t128(
+// CHECK-NOT: griddepcontrol
+// CHECK-NOT: -> f32
+// CHECK: nvvm.griddepcontrol wait
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: llvm.load %{{.+}} : !llvm.ptr -> f32
 // CHECK-LABEL: llvm.func @block_sparse_attention_cache_w0(
 // CHECK-NOT: griddepcontrol
 

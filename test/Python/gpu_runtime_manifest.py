@@ -602,6 +602,52 @@ probs = rt.check_ptx(m, good.replace(entry(cw.kernel, rt.expected_widths(cw)),
 report(len(probs) == 1 and "widths" in probs[0],
        "ptx: an i64 where the manifest has an i32 is reported", probs)
 
+# Alternatives (a `choice`): adjacent launches; the runtime launches the
+# first whose grid fits on the device in one wave, else the last.
+def with_choice(d, n=3):
+    ks = d["steps"]["indexer"]["kernels"]
+    topk = ks.pop()
+    for t in [1024, 512, 256][:n]:
+        alt = copy.deepcopy(topk)
+        alt.update(kernel=f"topk_t{t}", block=[t, 1, 1], choice="topk")
+        ks.append(alt)
+
+
+m_choice = mf.Manifest(mutated(with_choice))
+specs = m_choice.kernels("indexer")
+report([k.choice for k in specs] == ["", "topk", "topk", "topk"],
+       "manifest: choice parses (absent is none)",
+       [k.choice for k in specs])
+
+
+def chosen(capacity):
+    """The launches when a kernel of t threads fits capacity[t] CTAs."""
+    return [k.kernel for k in mf.choose_launches(
+        specs, lambda k: 8 <= capacity[k.block[0]])]
+
+
+report(chosen({1024: 8, 512: 8, 256: 8}) ==
+       ["gqa_quest_sparse_attention_indexer_w0", "topk_t1024"],
+       "choice: the first alternative that fits", chosen({1024: 8}))
+report(chosen({1024: 4, 512: 8, 256: 8})[1:] == ["topk_t512"],
+       "choice: the next when the first does not fit")
+report(chosen({1024: 1, 512: 1, 256: 1})[1:] == ["topk_t256"],
+       "choice: the last when none fits")
+choice_cases = [
+    ("choice not a string",
+     lambda d: (with_choice(d), d["steps"]["indexer"]["kernels"][1].update(
+         choice=3)), "choice must be a string, got 3"),
+    ("choice on a persistent grid",
+     lambda d: d["steps"]["indexer"]["kernels"][0].update(choice="w"),
+     "choice 'w' on a 'persistent' grid"),
+    ("choice not adjacent",
+     lambda d: (with_choice(d), d["steps"]["indexer"]["kernels"][2].update(
+         choice="other")), "the launches of choice 'topk' are not adjacent"),
+]
+for what, fn, needle in choice_cases:
+    ok, msg = raises(lambda: mf.Manifest(mutated(fn)), ValueError, needle)
+    report(ok, f"manifest error: {what}", msg)
+
 # The pure logic needs neither torch nor a GPU.
 report("torch" not in sys.modules, "no torch import")
 

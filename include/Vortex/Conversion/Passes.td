@@ -81,6 +81,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
     Option<"topkCtasPerSM", "topk-ctas-per-sm", "int64_t", "0",
            "CTAs per multiprocessor the top-k kernel's registers must allow "
            "(nvvm.minctasm; 0: no bound)">,
+    Option<"topkThreads", "topk-threads", "int64_t", "0",
+           "threads of a top-k CTA (one CTA per row; they hold the row's "
+           "first 2048 score keys in registers between them), overriding "
+           "the plan (0: planned; 128, 256 or 512)">,
     Option<"envelopeIdentity", "envelope-identity", "bool", "true",
            "sum over the columns of max(x * a, x * b) as (x (a + b) + "
            "|x| |a - b|) / 2 in fused multiply-adds (false: as written; "

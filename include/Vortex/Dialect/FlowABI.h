@@ -32,8 +32,9 @@ inline constexpr llvm::StringLiteral kManifestAttrName = "vortex.manifest";
 /// Manifest keys that passes and tools after the back end read or set: the
 /// steps, a step's arguments, writes and launches, a launch's kernel,
 /// params (each a name and a kind, "buffer" or "scalar"), reads and
-/// writes, and `pdl` (the launch may overlap the one before it;
-/// vortex-gpu-chain-launches).
+/// writes, `pdl` (the launch may overlap the one before it;
+/// vortex-gpu-chain-launches) and `choice` (launches sharing one are
+/// alternatives: the runtime launches exactly one of them).
 inline constexpr llvm::StringLiteral kManifestSteps = "steps";
 inline constexpr llvm::StringLiteral kManifestArgs = "args";
 inline constexpr llvm::StringLiteral kManifestReads = "reads";
@@ -46,6 +47,7 @@ inline constexpr llvm::StringLiteral kManifestParamKind = "kind";
 inline constexpr llvm::StringLiteral kManifestBufferParam = "buffer";
 inline constexpr llvm::StringLiteral kManifestScalarParam = "scalar";
 inline constexpr llvm::StringLiteral kManifestPdl = "pdl";
+inline constexpr llvm::StringLiteral kManifestChoice = "choice";
 
 // Tensor names. The cache tensors are `k`, `v` and the declared fields; the
 // parameters are named as declared.
@@ -130,6 +132,10 @@ struct KernelRecord {
   int64_t sharedBytes = 0;
   SmallVector<Param> params;
   SmallVector<std::string> reads, writes;
+  /// Non-empty: this launch and the adjacent ones of the same choice are
+  /// alternatives that compute the same thing; the runtime launches the
+  /// first whose grid fits on the device in one wave, else the last.
+  std::string choice;
 };
 
 /// How float tensors are stored: in the flow's dtypes (GPU) or as f32 (the

@@ -127,6 +127,8 @@ struct FlowContext {
   int64_t ctasPerSM;
   /// nvvm.minctasm of the top-k kernel (0: none).
   int64_t topkCtasPerSM = 0;
+  /// Threads of a top-k CTA, overriding its plan (0: planned).
+  int64_t topkThreads = 0;
   /// Envelope sums by the identity (TileReduction.cpp).
   bool envelopeIdentity = true;
   int64_t threads;

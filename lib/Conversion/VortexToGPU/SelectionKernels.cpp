@@ -21,23 +21,18 @@ using namespace mlir::vortex::gpugen;
 
 namespace {
 
-/// 256 threads with 8 keys each: at 98 registers, 2 CTAs per SM; the same
-/// B = 1 time as 512 threads with 4 keys, 10% less at B = 64 (H100,
-/// docs/benchmarks.md).
-constexpr int64_t kSelectThreads = 256;
-constexpr int64_t kSelectWarps = kSelectThreads / 32;
+/// Threads of the union kernels' CTAs (one per row).
+constexpr int64_t kRowThreads = 256;
+constexpr int64_t kRowWarps = kRowThreads / 32;
 /// Keys a row's selection can gather and sort in shared memory; a larger k
 /// takes the slow path (one CTA-wide maximum per pick).
 constexpr int64_t kSortCapacity = 4096;
 constexpr int64_t kRadixBins = 256;
-/// Rows of up to kRegisterKeys * kSelectThreads scored blocks keep their
-/// score keys in registers (read once, all loads in flight); longer rows
-/// read them again from global memory in every pass.
-constexpr int64_t kRegisterKeys = 8;
-/// k up to this is sorted by rank (each key counts the larger keys) in one
-/// pass without barriers, at least one thread per key; a larger k by a
-/// bitonic sort in shared memory.
-constexpr int64_t kRankSortSize = kSelectThreads;
+/// Score keys a top-k CTA holds in registers, all threads together: rows of
+/// up to this many scored blocks read their keys once, with every load in
+/// flight; longer rows read the rest again from global memory in every
+/// pass.
+constexpr int64_t kHeldKeys = 2048;
 /// Up to this many threads count one key's rank, each over a strided share.
 constexpr int64_t kRankThreadsPerKey = 8;
 /// Keys each counting thread compares per loop iteration (loads first).
@@ -45,7 +40,18 @@ constexpr int64_t kRankUnroll = 8;
 /// The rank sort reads keys[0, roundUp(k, kRankPad)); the gather leaves
 /// keys[k, ...) at 0, which ranks below every key.
 constexpr int64_t kRankPad = kRankThreadsPerKey * kRankUnroll;
-static_assert(kRankPad <= kSelectThreads, "the padding is zeroed in one pass");
+
+/// The top-k's CTA shape, fixed before any IR is built and recorded in its
+/// `vortex.plan`: `threads` threads hold kHeldKeys / threads keys each.
+struct SelectPlan {
+  int64_t threads;
+  int64_t warps() const { return threads / 32; }
+  int64_t registerKeys() const { return kHeldKeys / threads; }
+  /// k up to this is sorted by rank (each key counts the larger keys) in
+  /// one pass without barriers, at least one thread per key; a larger k by
+  /// a bitonic sort in shared memory.
+  int64_t rankSortSize() const { return threads; }
+};
 
 /// The words of the `ctl` shared buffer.
 enum Ctl : int64_t {
@@ -158,44 +164,44 @@ void butterfly(Gen &g, MutableArrayRef<Value> values,
 }
 
 /// Reduces each i32 of `values` by its op (ADD, MAXUI or MINUI) over the
-/// full CTA of kSelectThreads threads; every thread gets the results.
-/// Butterfly shuffles within each warp, the warps' partials through
-/// `scratch[v * kSelectWarps + warp]`, folded by every warp. Every thread
+/// full CTA of `warps` warps; every thread gets the results. Butterfly
+/// shuffles within each warp, the warps' partials through
+/// `scratch[v * warps + warp]`, folded by every warp. Every thread
 /// must call it; it holds two barriers, so `scratch` is free again on
 /// return. (gpu.all_reduce also handles partial warps: code ptxas spends
 /// time on and this kernel never runs.)
 SmallVector<Value> ctaAllReduce(Gen &g, Value tid, ArrayRef<Value> values,
                                 ArrayRef<gpu::AllReduceOperation> ops,
-                                Value scratch) {
+                                Value scratch, int64_t warps) {
+  assert(warps <= 32 && llvm::isPowerOf2_64(warps) &&
+         "the partials fit one warp");
   Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
   SmallVector<Value> partial(values);
   butterfly(g, partial, ops, 16);
   g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(0)), [&](Gen &z) {
     for (auto [i, v] : llvm::enumerate(partial))
-      z.store(v, scratch, z.add(z.idx(i * kSelectWarps), warp));
+      z.store(v, scratch, z.add(z.idx(i * warps), warp));
   });
   gpu::BarrierOp::create(g.b, g.loc);
-  // Each warp folds the partials: lane l reads partial l % kSelectWarps,
-  // then butterflies within groups of kSelectWarps lanes.
-  static_assert(kSelectWarps <= 32 && (kSelectWarps & (kSelectWarps - 1)) == 0,
-                "the partials fit one warp");
-  Value slot = g.remU(lane, g.idx(kSelectWarps));
+  // Each warp folds the partials: lane l reads partial l % warps, then
+  // butterflies within groups of `warps` lanes.
+  Value slot = g.remU(lane, g.idx(warps));
   SmallVector<Value> result;
   for (auto [i, op] : llvm::enumerate(ops))
     result.push_back(
-        g.load(scratch, g.add(g.idx(i * kSelectWarps), slot)));
-  butterfly(g, result, ops, kSelectWarps / 2);
+        g.load(scratch, g.add(g.idx(i * warps), slot)));
+  butterfly(g, result, ops, static_cast<int32_t>(warps / 2));
   gpu::BarrierOp::create(g.b, g.loc);
   return result;
 }
 
 /// The rank of this thread's `flag` among the set flags of the CTA, in
 /// thread order (an exclusive scan: warp scans, then the warp totals through
-/// `warpSums[0, kSelectWarps)` in shared memory), and their total. Every
+/// `warpSums[0, warps)` in shared memory), and their total. Every
 /// thread must call it; it holds two barriers, so `warpSums` is free again
 /// on return.
 std::pair<Value, Value> ctaRank(Gen &g, Value tid, Value flag,
-                                Value warpSums) {
+                                Value warpSums, int64_t warps) {
   Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
   Value one = g.select(flag, g.i32(1), g.i32(0));
   Value incl = warpInclusiveSum(g, lane, one);
@@ -203,7 +209,7 @@ std::pair<Value, Value> ctaRank(Gen &g, Value tid, Value flag,
            [&](Gen &z) { z.store(incl, warpSums, warp); });
   gpu::BarrierOp::create(g.b, g.loc);
   Value before = g.i32(0), total = g.i32(0);
-  for (int64_t w = 0; w < kSelectWarps; ++w) {
+  for (int64_t w = 0; w < warps; ++w) {
     Value v = g.load(warpSums, g.idx(w));
     total = g.add(total, v);
     before = g.add(before, g.select(g.lt(g.idx(w), warp), v, g.i32(0)));
@@ -257,7 +263,7 @@ Value whileLoop(Gen &g, Value init, function_ref<Value(Gen &, Value)> cond,
 
 /// Sorts keys[0, P) descending, P a power of two (pair-indexed stages, one
 /// compare-exchange per thread and stage).
-void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
+void sharedBitonic(Gen &g, Value keys, Value tid, Value P, int64_t threads) {
   whileLoop(
       g, g.idx(2),
       [&](Gen &w, Value size) {
@@ -270,8 +276,8 @@ void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
               return u.cmpI(arith::CmpIPredicate::ugt, stride, u.idx(0));
             },
             [&](Gen &u, Value stride) {
-              strided(u, u.idx(0), u.divU(P, u.idx(2)), tid, kSelectThreads,
-                      {}, [&](Gen &z, Value t, ValueRange) -> SmallVector<Value> {
+              strided(u, u.idx(0), u.divU(P, u.idx(2)), tid, threads, {},
+                      [&](Gen &z, Value t, ValueRange) -> SmallVector<Value> {
                         compareExchange(z, keys, t, stride, size);
                         return {};
                       });
@@ -292,22 +298,22 @@ void sharedBitonic(Gen &g, Value keys, Value tid, Value P) {
 struct SelectRow {
   Value keys, hist, ctl, warpSums, score, dense, out, tid;
   Value lo, m, k, at;
-  /// ids[s]: the block id of the key in keys[s], for k <= kRankSortSize.
+  /// ids[s]: the block id of the key in keys[s], for k <= rankSortSize.
   Value ids;
+  SelectPlan plan;
+  int64_t threads() const { return plan.threads; }
 };
 
-/// A row's score keys: the first kRegisterKeys * kSelectThreads positions in
-/// registers (position tid + e * kSelectThreads in regs[e], read once, all
+/// A row's score keys: the first kHeldKeys positions in registers (position
+/// tid + e * threads in regs[e], read once, all
 /// loads in flight), any beyond them read again from global memory in every
 /// pass. One code path for every row length.
 struct KeySource {
   const SelectRow &R;
-  /// regs[e]: the key at position tid + e * kSelectThreads; ids[e]: its
+  /// regs[e]: the key at position tid + e * threads; ids[e]: its
   /// block id, loaded with it so that the kept keys' ids need no load after
   /// the sort.
   SmallVector<Value> regs, ids;
-
-  static constexpr int64_t kHeld = kRegisterKeys * kSelectThreads;
 
   /// The score key of scored position i, read from global memory.
   static Value load(Gen &g, const SelectRow &R, Value i) {
@@ -323,8 +329,8 @@ struct KeySource {
   static KeySource get(Gen &g, const SelectRow &R) {
     KeySource src{R, {}, {}};
     Value last = g.sub(R.m, g.idx(1));
-    for (int64_t e = 0; e < kRegisterKeys; ++e) {
-      Value i = g.minI(g.add(R.tid, g.idx(e * kSelectThreads)), last);
+    for (int64_t e = 0; e < R.plan.registerKeys(); ++e) {
+      Value i = g.minI(g.add(R.tid, g.idx(e * R.threads())), last);
       src.regs.push_back(load(g, R, i));
       src.ids.push_back(loadId(g, R, i));
     }
@@ -336,11 +342,11 @@ struct KeySource {
   /// barrier in the body.
   void forEach(Gen &g,
                function_ref<void(Gen &, Value, Value, Value)> body) const {
-    for (int64_t e = 0; e < kRegisterKeys; ++e) {
-      Value i = g.add(R.tid, g.idx(e * kSelectThreads));
+    for (int64_t e = 0; e < R.plan.registerKeys(); ++e) {
+      Value i = g.add(R.tid, g.idx(e * R.threads()));
       g.ifThen(g.lt(i, R.m), [&](Gen &x) { body(x, regs[e], i, ids[e]); });
     }
-    strided(g, g.idx(kHeld), R.m, R.tid, kSelectThreads, {},
+    strided(g, g.idx(kHeldKeys), R.m, R.tid, R.threads(), {},
             [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
               body(x, load(x, R, i), i, Value());
               return {};
@@ -352,16 +358,16 @@ struct KeySource {
     return id ? id : loadId(g, R, i);
   }
 
-  /// The key at position i = round * kSelectThreads + tid (i < m), and its
+  /// The key at position i = round * threads + tid (i < m), and its
   /// block id.
   std::pair<Value, Value> keyOfRound(Gen &g, Value round, Value i) const {
     Value key = regs[0], id = ids[0];
-    for (int64_t e = 1; e < kRegisterKeys; ++e) {
+    for (int64_t e = 1; e < R.plan.registerKeys(); ++e) {
       Value here = g.cmpI(arith::CmpIPredicate::eq, round, g.idx(e));
       key = g.select(here, regs[e], key);
       id = g.select(here, ids[e], id);
     }
-    Value held = g.lt(round, g.idx(kRegisterKeys));
+    Value held = g.lt(round, g.idx(R.plan.registerKeys()));
     SmallVector<Value> pair = g.ifElse(
         held, {key.getType(), id.getType()},
         [&](Gen &) { return SmallVector<Value>{key, id}; },
@@ -430,7 +436,7 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
     minLocal = arith::MinUIOp::create(g.b, g.loc, minLocal, key);
   }
   auto bounds =
-      strided(g, g.idx(KeySource::kHeld), R.m, R.tid, kSelectThreads,
+      strided(g, g.idx(kHeldKeys), R.m, R.tid, R.threads(),
               {maxLocal, minLocal},
               [&](Gen &x, Value i, ValueRange acc) -> SmallVector<Value> {
                 Value key = KeySource::load(x, R, i);
@@ -441,12 +447,15 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
   minLocal = bounds.getResult(1);
   // The first pass's histogram starts at 0 (the reduction's barriers order
   // this before its atomics); findDigit zeroes it for the next pass.
-  g.ifThen(g.lt(R.tid, g.idx(kRadixBins)),
-           [&](Gen &x) { x.store(x.i32(0), R.hist, R.tid); });
+  strided(g, g.idx(0), g.idx(kRadixBins), R.tid, R.threads(), {},
+          [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
+            x.store(x.i32(0), R.hist, i);
+            return {};
+          });
   SmallVector<Value> bound = ctaAllReduce(
       g, R.tid, {maxLocal, minLocal},
       {gpu::AllReduceOperation::MAXUI, gpu::AllReduceOperation::MINUI},
-      R.warpSums);
+      R.warpSums, R.plan.warps());
   Value maxKey = bound[0], minKey = bound[1];
   Value low0 = zext64(
       g, bitLength(g, arith::XOrIOp::create(g.b, g.loc, maxKey, minKey)));
@@ -501,7 +510,8 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
 /// Whether the row's k kept keys are ordered by rank (rankSortAndWrite),
 /// which takes their block ids from `ids`; else by a bitonic sort.
 Value sortsByRank(Gen &g, const SelectRow &R) {
-  return g.cmpI(arith::CmpIPredicate::sle, R.k, g.idx(kRankSortSize));
+  return g.cmpI(arith::CmpIPredicate::sle, R.k,
+                g.idx(R.plan.rankSortSize()));
 }
 
 /// Appends the sort key of (key, i) to the gathered keys (an atomic slot),
@@ -527,18 +537,19 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
     });
   });
   // Ties at the threshold: the first `remaining` by position, ranked with a
-  // CTA-wide scan per round of kSelectThreads positions.
+  // CTA-wide scan per round of `threads` positions.
   g.ifThen(g.notI(t.done), [&](Gen &x) {
-    Value rounds = x.ceilDiv(R.m, x.idx(kSelectThreads));
+    Value rounds = x.ceilDiv(R.m, x.idx(R.threads()));
     x.forLoop(
         x.idx(0), rounds, {x.i32(0)},
         [&](Gen &y, Value j, ValueRange acc) -> SmallVector<Value> {
-          Value i = y.add(y.mul(j, y.idx(kSelectThreads)), R.tid);
+          Value i = y.add(y.mul(j, y.idx(R.threads())), R.tid);
           auto [key, id] = src.keyOfRound(y, j, i);
           Value tie = y.andI(y.lt(i, R.m),
                              y.cmpI(arith::CmpIPredicate::eq,
                                     zext64(y, key), t.prefix));
-          auto [rank, total] = ctaRank(y, R.tid, tie, R.warpSums);
+          auto [rank, total] =
+              ctaRank(y, R.tid, tie, R.warpSums, R.plan.warps());
           rank = y.add(acc[0], rank);
           y.ifThen(y.andI(tie, y.cmpI(arith::CmpIPredicate::slt, rank,
                                       t.remaining)),
@@ -563,8 +574,8 @@ Value rankPadded(Gen &g, Value k) {
   return g.mul(g.ceilDiv(k, g.idx(kRankPad)), g.idx(kRankPad));
 }
 
-/// k <= kRankSortSize: key j's place is the number of larger keys (the keys
-/// are distinct). s threads count it (s * k <= kSelectThreads, s a power of
+/// k <= rankSortSize: key j's place is the number of larger keys (the keys
+/// are distinct). s threads count it (s * k <= threads, s a power of
 /// two up to kRankThreadsPerKey, adjacent lanes of one warp), each over
 /// every s-th key of keys[0, roundUp(k, kRankPad)), then sum by shuffles.
 /// One pass, no barrier: about k / s shared loads per thread where a
@@ -573,14 +584,14 @@ void rankSortAndWrite(Gen &g, const SelectRow &R) {
   Value s = g.idx(1);
   for (int64_t t = 2; t <= kRankThreadsPerKey; t *= 2)
     s = g.select(g.cmpI(arith::CmpIPredicate::sle, R.k,
-                        g.idx(kSelectThreads / t)),
+                        g.idx(R.threads() / t)),
                  g.idx(t), s);
   Value j = g.divU(R.tid, s), part = g.remU(R.tid, s);
   Value padded = rankPadded(g, R.k);
   Value at = g.minU(j, g.sub(padded, g.idx(1)));
   Value mine = g.load(R.keys, at);
   // Past k (the padding) the id is stale, but nothing past k is written.
-  Value id = g.load(R.ids, g.minU(at, g.idx(kRankSortSize - 1)));
+  Value id = g.load(R.ids, g.minU(at, g.idx(R.plan.rankSortSize() - 1)));
   Value stride = g.mul(s, g.idx(kRankUnroll));
   Value rounds = g.divU(padded, stride);
   Value larger =
@@ -629,14 +640,14 @@ void sortAndWrite(Gen &g, const SelectRow &R) {
         Value P = whileLoop(
             x, x.idx(1), [&](Gen &w, Value p) { return w.lt(p, R.k); },
             [&](Gen &w, Value p) { return w.mul(p, w.idx(2)); });
-        strided(x, R.k, P, R.tid, kSelectThreads, {},
+        strided(x, R.k, P, R.tid, R.threads(), {},
                 [&](Gen &y, Value i, ValueRange) -> SmallVector<Value> {
                   y.store(y.i64(0), R.keys, i);
                   return {};
                 });
         gpu::BarrierOp::create(x.b, x.loc);
-        sharedBitonic(x, R.keys, R.tid, P);
-        strided(x, x.idx(0), R.k, R.tid, kSelectThreads, {},
+        sharedBitonic(x, R.keys, R.tid, P, R.threads());
+        strided(x, x.idx(0), R.k, R.tid, R.threads(), {},
                 [&](Gen &y, Value j, ValueRange) -> SmallVector<Value> {
                   writePick(y, R, y.load(R.keys, j), j);
                   return {};
@@ -653,7 +664,7 @@ void argmaxSelection(Gen &g, const SelectRow &R) {
       g.idx(0), R.k, {g.i64(-1)},
       [&](Gen &z, Value j, ValueRange prev) -> SmallVector<Value> {
         Value local =
-            strided(z, z.idx(0), R.m, R.tid, kSelectThreads, {z.i64(0)},
+            strided(z, z.idx(0), R.m, R.tid, R.threads(), {z.i64(0)},
                     [&](Gen &u, Value i, ValueRange acc)
                         -> SmallVector<Value> {
                       Value key = sortKey(
@@ -703,16 +714,17 @@ void emitSelection(Gen &g, const SelectRow &R) {
 
 /// The sum over the rows before `r` of `countOf(q)` (every thread calls it:
 /// a CTA reduction): row r's offset in the sparse list.
-Value offsetOfRow(Gen &g, Value r, Value tid, Value scratch,
+Value offsetOfRow(Gen &g, Value r, Value tid, Value scratch, int64_t threads,
                   function_ref<Value(Gen &, Value)> countOf) {
   Value partial =
-      strided(g, g.idx(0), r, tid, kSelectThreads, {g.i32(0)},
+      strided(g, g.idx(0), r, tid, threads, {g.i32(0)},
               [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
                 return {x.add(acc[0], x.toI32(countOf(x, q)))};
               })
           .getResult(0);
   return g.toIndex(ctaAllReduce(g, tid, {partial},
-                                {gpu::AllReduceOperation::ADD}, scratch)[0]);
+                                {gpu::AllReduceOperation::ADD}, scratch,
+                                threads / 32)[0]);
 }
 
 /// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
@@ -738,6 +750,20 @@ Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
       [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
 }
 
+/// The top-k's CTA shapes, in order of preference: the `topk-threads`
+/// option alone if given; else 512 threads with 4 keys each, 256 with 8 and
+/// 128 with 16. Fewer keys a thread make a row's selection shorter (on an
+/// H100, 512 threads take 0.6 to 1 us off a step at B = 1 against 256,
+/// which take 3 us off against 128), more threads fit fewer CTAs per SM
+/// (1, 2 and 4 at 94, 114 and 128 registers): the runtime launches the
+/// first whose rows fit on the chip in one wave, else the last
+/// (docs/manifest.md, `choice`; docs/benchmarks.md, "Round 8").
+SmallVector<SelectPlan> planSelections(const FlowContext &ctx) {
+  if (ctx.topkThreads)
+    return {SelectPlan{ctx.topkThreads}};
+  return {SelectPlan{512}, SelectPlan{256}, SelectPlan{128}};
+}
+
 /// Memrefs in shared memory.
 Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
   MLIRContext *ctx = func.getContext();
@@ -753,45 +779,40 @@ Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
-                                                   Operation *op,
-                                                   StringRef name) {
-  MLIRContext *mctx = op->getContext();
-  Location loc = op->getLoc();
-  Value scoreValue = op->getOperand(0);
-  std::string scoreBuf = ctx.bufferOf.lookup(scoreValue);
-  if (scoreBuf.empty())
-    return op->emitOpError("reads a value that no buffer holds");
-  auto trtllm = dyn_cast<TrtllmTopKOp>(op);
+namespace {
+
+/// What every variant of one top-k op shares: the op, its buffers and the
+/// kernel parameters.
+struct TopKSignature {
+  Operation *op;
+  std::string scoreBuf, outPtr, outIdx;
+  SmallVector<Param> params;
+};
+
+/// The top-k kernel `name` of `sig.op`, shaped by `plan`.
+void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
+                     StringRef name, const SelectPlan &plan) {
+  MLIRContext *mctx = sig.op->getContext();
+  Location loc = sig.op->getLoc();
+  auto trtllm = dyn_cast<TrtllmTopKOp>(sig.op);
   auto i32 = IntegerType::get(mctx, 32);
-  // The trtllm form writes a block table at the row's dense positions and a
-  // count per row; the others the sparse CSR.
-  std::string outPtr = abi::kSparseIndptr.str();
-  std::string outIdx = abi::kSparseIndices.str();
-  if (trtllm) {
-    outIdx = ctx.allocScratch(trtllm.getBlockTable());
-    outPtr = ctx.allocScratch(trtllm.getSeqlens());
-  }
-  SmallVector<Param> params = {
-      {abi::kDenseIndptr.str(), true, i32},
-      {abi::kDenseIndices.str(), true, i32},
-      {abi::kRows.str(), false, {}},
-      {scoreBuf, true, Float32Type::get(mctx)},
-      {outPtr, true, i32},
-      {outIdx, true, i32},
-      {ctx.statusBuffer(), true, i32}};
+  ArrayRef<Param> params = sig.params;
+  const std::string &scoreBuf = sig.scoreBuf, &outPtr = sig.outPtr,
+                    &outIdx = sig.outIdx;
+  const int64_t threads = plan.threads;
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
   // The selection's fixed decisions, and the register bound if one is asked.
   func->setAttr(
       "vortex.plan",
       b.getDictionaryAttr(
-          {b.getNamedAttr("threads", b.getI64IntegerAttr(kSelectThreads)),
+          {b.getNamedAttr("threads", b.getI64IntegerAttr(threads)),
            b.getNamedAttr("register_keys",
-                          b.getI64IntegerAttr(kRegisterKeys)),
+                          b.getI64IntegerAttr(plan.registerKeys())),
            b.getNamedAttr("radix_bits",
                           b.getI64IntegerAttr(llvm::Log2_64(kRadixBins))),
-           b.getNamedAttr("rank_sort_max", b.getI64IntegerAttr(kRankSortSize)),
+           b.getNamedAttr("rank_sort_max",
+                          b.getI64IntegerAttr(plan.rankSortSize())),
            b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
            b.getNamedAttr("ctas_per_sm",
                           b.getI64IntegerAttr(ctx.topkCtasPerSM))}));
@@ -802,8 +823,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   Value hist = sharedBuffer(func, kRadixBins, i32);
   Value ctl = sharedBuffer(func, kCtlWords, i32);
   // Two words per warp: the row's maximum and minimum keys reduce together.
-  Value warpSums = sharedBuffer(func, 2 * kSelectWarps, i32);
-  Value ids = sharedBuffer(func, kRankSortSize, i32);
+  Value warpSums = sharedBuffer(func, 2 * plan.warps(), i32);
+  Value ids = sharedBuffer(func, plan.rankSortSize(), i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value score = func.getArgument(3);
@@ -830,14 +851,14 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     g.ifThen(first, [&](Gen &x) {
       x.ifThen(fits, [&](Gen &y) { y.store(y.toI32(count), outCounts, r); });
     });
-    strided(g, g.add(row.start, count), row.end, tid, kSelectThreads, {},
+    strided(g, g.add(row.start, count), row.end, tid, threads, {},
             [&](Gen &x, Value p, ValueRange) -> SmallVector<Value> {
               x.store(x.i32(-1), out, p);
               return {};
             });
   } else {
     // This row's offset in the sparse list: the kept counts of earlier rows.
-    offset = offsetOfRow(g, r, tid, warpSums, [&](Gen &x, Value q) {
+    offset = offsetOfRow(g, r, tid, warpSums, threads, [&](Gen &x, Value q) {
       RowInfo other = rowInfo(x, cfg, indptr, q, limit);
       return x.minI(other.n, other.budget);
     });
@@ -852,7 +873,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     });
   }
   auto copy = [&](Gen &x, Value from, Value to, Value at) {
-    strided(x, from, to, tid, kSelectThreads, {},
+    strided(x, from, to, tid, threads, {},
             [&](Gen &y, Value p, ValueRange) -> SmallVector<Value> {
               y.store(y.load(dense, p), out, y.add(at, y.sub(p, from)));
               return {};
@@ -872,7 +893,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
                       out,    tid,
                       row.lo, x.sub(row.hi, row.lo),
                       k,      x.add(offset, x.idx(bos)),
-                      ids};
+                      ids,    plan};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
           return {};
@@ -903,12 +924,53 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
   keepLoopsRolled(func);
 
   recordRowKernel(
-      ctx, name, kSelectThreads,
+      ctx, name, threads,
       kSortCapacity * 8 +
-          (kRadixBins + kCtlWords + 2 * kSelectWarps + kRankSortSize) * 4,
+          (kRadixBins + kCtlWords + 2 * plan.warps() + plan.rankSortSize()) *
+              4,
       params,
       {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf},
       {outPtr, outIdx, ctx.statusBuffer()});
+}
+
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
+                                                   Operation *op,
+                                                   StringRef name) {
+  MLIRContext *mctx = op->getContext();
+  Value scoreValue = op->getOperand(0);
+  std::string scoreBuf = ctx.bufferOf.lookup(scoreValue);
+  if (scoreBuf.empty())
+    return op->emitOpError("reads a value that no buffer holds");
+  auto trtllm = dyn_cast<TrtllmTopKOp>(op);
+  auto i32 = IntegerType::get(mctx, 32);
+  // The trtllm form writes a block table at the row's dense positions and a
+  // count per row; the others the sparse CSR.
+  std::string outPtr = abi::kSparseIndptr.str();
+  std::string outIdx = abi::kSparseIndices.str();
+  if (trtllm) {
+    outIdx = ctx.allocScratch(trtllm.getBlockTable());
+    outPtr = ctx.allocScratch(trtllm.getSeqlens());
+  }
+  TopKSignature sig{op, scoreBuf, outPtr, outIdx, {}};
+  sig.params = {
+      {abi::kDenseIndptr.str(), true, i32},
+      {abi::kDenseIndices.str(), true, i32},
+      {abi::kRows.str(), false, {}},
+      {scoreBuf, true, Float32Type::get(mctx)},
+      {outPtr, true, i32},
+      {outIdx, true, i32},
+      {ctx.statusBuffer(), true, i32}};
+  SmallVector<SelectPlan> plans = planSelections(ctx);
+  for (auto [i, plan] : llvm::enumerate(plans)) {
+    // The first (preferred) variant keeps the op's kernel name.
+    std::string kernel =
+        i == 0 ? name.str() : (name + "_t" + Twine(plan.threads)).str();
+    emitTopKVariant(ctx, sig, kernel, plan);
+    if (plans.size() > 1)
+      ctx.abi.kernels.back().choice = name.str();
+  }
   return success();
 }
 
@@ -954,8 +1016,8 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
       {counts.str(), true, i32},
       {ctx.statusBuffer(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
-  Value ctl = sharedBuffer(func, kSelectWarps, i32);
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kRowThreads);
+  Value ctl = sharedBuffer(func, kRowWarps, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), dense = func.getArgument(1);
   Value out = func.getArgument(7), outCounts = func.getArgument(8);
@@ -986,12 +1048,12 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   Value entries = g.add(U.lens[0], U.lens[1]);
   // Everything but the pinned last block fits in the row's n - 1 slots.
   Value room = g.maxI(g.sub(row.n, g.idx(1)), g.idx(0));
-  Value rounds = g.ceilDiv(entries, g.idx(kSelectThreads));
+  Value rounds = g.ceilDiv(entries, g.idx(kRowThreads));
   Value kept =
       g.forLoop(
            g.idx(0), rounds, {g.i32(0)},
            [&](Gen &y, Value round, ValueRange acc) -> SmallVector<Value> {
-             Value j = y.add(y.mul(round, y.idx(kSelectThreads)), tid);
+             Value j = y.add(y.mul(round, y.idx(kRowThreads)), tid);
              SmallVector<Value> entry = y.ifElse(
                  y.lt(j, entries), {i32, y.b.getI1Type()},
                  [&](Gen &x) -> SmallVector<Value> {
@@ -1016,7 +1078,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
                  [&](Gen &x) -> SmallVector<Value> {
                    return {x.i32(-1), falseValue(x)};
                  });
-             auto [rank, total] = ctaRank(y, tid, entry[1], ctl);
+             auto [rank, total] = ctaRank(y, tid, entry[1], ctl, kRowWarps);
              Value at = y.toIndex(y.add(acc[0], rank));
              y.ifThen(y.andI(entry[1], y.lt(at, room)), [&](Gen &z) {
                z.store(entry[0], out, z.add(row.start, at));
@@ -1038,7 +1100,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, kSelectThreads, kSelectWarps * 4, params,
+  recordRowKernel(ctx, name, kRowThreads, kRowWarps * 4, params,
                   {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
                    params[3].name, params[4].name, params[5].name,
                    params[6].name},
@@ -1061,8 +1123,8 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
       {abi::kSparseIndices.str(), true, i32},
       {ctx.statusBuffer(), true, i32}};
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kSelectThreads);
-  Value scratch = sharedBuffer(func, kSelectWarps, i32);
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kRowThreads);
+  Value scratch = sharedBuffer(func, kRowWarps, i32);
   Gen g{b, loc};
   Value indptr = func.getArgument(0), in = func.getArgument(2);
   Value inCounts = func.getArgument(3), sparsePtr = func.getArgument(4);
@@ -1076,7 +1138,8 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
     Value c = loadIndexOrZero(x, inCounts, q);
     return std::make_pair(other, x.minI(x.maxI(c, x.idx(0)), other.n));
   };
-  Value offset = offsetOfRow(g, r, tid, scratch, [&](Gen &x, Value q) {
+  Value offset = offsetOfRow(g, r, tid, scratch, kRowThreads,
+                             [&](Gen &x, Value q) {
     return countOf(x, q).second;
   });
   auto [row, count] = countOf(g, r);
@@ -1089,7 +1152,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
              [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
   });
   g.ifThen(fits, [&](Gen &x) {
-    strided(x, x.idx(0), count, tid, kSelectThreads, {},
+    strided(x, x.idx(0), count, tid, kRowThreads, {},
             [&](Gen &y, Value j, ValueRange) -> SmallVector<Value> {
               y.store(y.load(in, y.add(row.start, j)), sparse,
                       y.add(offset, j));
@@ -1098,7 +1161,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, kSelectThreads, kSelectWarps * 4, params,
+  recordRowKernel(ctx, name, kRowThreads, kRowWarps * 4, params,
                   {abi::kDenseIndptr.str(), merged.str(), counts.str()},
                   {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
                    ctx.statusBuffer()});

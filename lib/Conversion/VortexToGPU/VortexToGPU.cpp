@@ -119,7 +119,7 @@ namespace {
 struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
-  int64_t topkCtasPerSM;
+  int64_t topkCtasPerSM, topkThreads;
   bool envelopeIdentity;
 };
 
@@ -145,6 +145,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.lanes = options.lanes;
   ctx.hoistPerRow = options.hoist;
   ctx.topkCtasPerSM = options.topkCtasPerSM;
+  ctx.topkThreads = options.topkThreads;
   ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
@@ -219,6 +220,9 @@ struct ConvertVortexToGPUPass
       return bad("topk-ctas-per-sm", topkCtasPerSM,
                  "in [0, 8] (0: no bound; 8 CTAs of the top-k's 256 threads "
                  "leave 32 registers a thread)");
+    if (topkThreads != 0 && topkThreads != 128 && topkThreads != 256 &&
+        topkThreads != 512)
+      return bad("topk-threads", topkThreads, "0 (planned), 128, 256 or 512");
     return success();
   }
 
@@ -232,7 +236,8 @@ struct ConvertVortexToGPUPass
       return signalPassFailure();
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
-                          hoist,     topkCtasPerSM, envelopeIdentity};
+                          hoist,     topkCtasPerSM, topkThreads,
+                          envelopeIdentity};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

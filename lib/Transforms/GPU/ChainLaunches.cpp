@@ -201,6 +201,13 @@ void addTensors(ArrayAttr list, llvm::StringSet<> &names, bool &any) {
     }
 }
 
+/// The launch's `choice` ("" if none or not a dictionary).
+static StringRef choiceOf(Attribute launch) {
+  auto dict = dyn_cast<DictionaryAttr>(launch);
+  auto choice = dict ? dict.getAs<StringAttr>(abi::kManifestChoice) : nullptr;
+  return choice ? choice.getValue() : StringRef();
+}
+
 ArrayAttr VortexGPUChainLaunchesPass::chainStep(
     StringRef step, Attribute launches, llvm::StringMap<Chaining> &needs) {
   ModuleOp module = getOperation();
@@ -217,7 +224,24 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
   // waits before any store (any access to a buffer argument).
   llvm::StringSet<> read, written;
   bool anyRead = false, anyWritten = false;
+  // Alternatives (adjacent launches of one `choice`) never run together:
+  // each is chained to the launches before the group [first, end) only.
+  llvm::StringSet<> readBefore, writtenBefore;
+  bool anyReadBefore = false, anyWrittenBefore = false;
+  size_t first = 0, end = 0;
   for (auto [i, launch] : llvm::enumerate(list)) {
+    if (i == end) {
+      first = i;
+      end = i + 1;
+      StringRef choice = choiceOf(launch);
+      while (!choice.empty() && end < list.size() &&
+             choiceOf(list[end]) == choice)
+        ++end;
+      readBefore = read;
+      writtenBefore = written;
+      anyReadBefore = anyRead;
+      anyWrittenBefore = anyWritten;
+    }
     auto dict = dyn_cast<DictionaryAttr>(launch);
     auto name = dict ? dict.getAs<StringAttr>(abi::kManifestKernel) : nullptr;
     if (!name) {
@@ -233,8 +257,8 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
     }
     Chaining &c = needs[name.getValue()];
     c.func = func;
-    c.wait |= i > 0;
-    c.trigger |= i + 1 < list.size();
+    c.wait |= first > 0;
+    c.trigger |= end < list.size();
     c.params.clear();
     if (auto params = dict.getAs<ArrayAttr>(abi::kManifestParams)) {
       for (Attribute p : params) {
@@ -249,17 +273,17 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
                 : std::string());
       }
     }
-    for (const auto &r : read)
+    for (const auto &r : readBefore)
       c.readBefore.insert(r.getKey());
-    for (const auto &w : written)
+    for (const auto &w : writtenBefore)
       c.writtenBefore.insert(w.getKey());
-    c.anyReadBefore |= anyRead;
-    c.anyWrittenBefore |= anyWritten;
+    c.anyReadBefore |= anyReadBefore;
+    c.anyWrittenBefore |= anyWrittenBefore;
     addTensors(dict.getAs<ArrayAttr>(abi::kManifestReads), read, anyRead);
     addTensors(dict.getAs<ArrayAttr>(abi::kManifestWrites), written,
                anyWritten);
     NamedAttrList fields(dict);
-    if (i > 0)
+    if (first > 0)
       fields.set(abi::kManifestPdl, b.getBoolAttr(true));
     out.push_back(fields.getDictionary(module.getContext()));
   }

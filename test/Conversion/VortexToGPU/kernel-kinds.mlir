@@ -42,7 +42,10 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s1"
 // CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s2"
 // CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w3"
-// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_topk"
+// The top-k: three alternatives (one choice) of 512, 256 and 128 threads.
+// CHECK-SAME: {block = [512, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk"
+// CHECK-SAME: {block = [256, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk_t256"
+// CHECK-SAME: {block = [128, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk_t128"
 // Options: 128 threads are 4 warps of 2 groups of 16 lanes (8 blocks per
 // CTA of the cache kernel); 2 CTAs per SM for the persistent kernels.
 // OPT-LABEL: module attributes
@@ -105,18 +108,18 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: arith.addf
 // CHECK: gpu.return
 
-// Top-k: 256 threads, a radix select (the row's largest and smallest keys
-// in one CTA reduction: butterfly shuffles, the warps' partials through
-// shared memory; 8-bit digit histograms by shared atomics, zeroed once
-// before the passes and then by the warp that scans them, so a pass starts
-// without a barrier; warp scans by shuffle up), then the k kept 64-bit keys
-// placed by rank: each counts the larger keys, partial counts summed by
-// 32-bit shuffles, no 64-bit shuffle. The kept keys' block ids go to shared
+// Top-k (its 512-thread alternative): a radix select (the row's largest
+// and smallest keys in one CTA reduction: butterfly shuffles, the warps'
+// partials through shared memory; 8-bit digit histograms by shared
+// atomics, zeroed once before the passes and then by the warp that scans
+// them, so a pass starts without a barrier; warp scans by shuffle up),
+// then the k kept 64-bit keys placed by rank: each counts the larger keys,
+// partial counts summed by 32-bit shuffles, no 64-bit shuffle. The kept keys' block ids go to shared
 // memory at the gather (loaded with the keys), so the write needs no
 // global load.
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %[[HIST:.+]] : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<16xi32, #gpu.address_space<workgroup>>, %[[IDS:.+]] : memref<256xi32, #gpu.address_space<workgroup>>)
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %[[HIST:.+]] : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<32xi32, #gpu.address_space<workgroup>>, %[[IDS:.+]] : memref<512xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK-NOT: gpu.all_reduce
 // CHECK: memref.store %{{.+}}, %[[HIST]][
 // CHECK: gpu.shuffle xor

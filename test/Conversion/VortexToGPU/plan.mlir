@@ -6,6 +6,8 @@
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="lanes=3" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-ctas-per-sm=3" | FileCheck %s --check-prefix=TOPK
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-ctas-per-sm=9" 2>&1 | FileCheck %s --check-prefix=BADTOPK
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-threads=128" | FileCheck %s --check-prefix=T128
+// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-threads=64" 2>&1 | FileCheck %s --check-prefix=BADT
 
 // Every workload kernel's decisions are planned before any IR is built and
 // recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
@@ -48,12 +50,28 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
 // CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
 // CHECK-NOT: loop_annotation
-// The top-k's fixed decisions; no register bound unless asked.
+// The top-k's fixed decisions, three alternatives (512, 256 and 128
+// threads holding 2048 keys between them); no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64}
 // CHECK: scf.for
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK-LABEL: gpu.func @centroids_indexer_topk_t256(
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64}
+// CHECK-LABEL: gpu.func @centroids_indexer_topk_t128(
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64}
+// topk-threads=128: that shape alone, one launch without a choice.
+// T128-LABEL: module attributes
+// T128-NOT: choice
+// T128-SAME: block = [128, 1, 1], grid = {kind = "rows"}, kernel = "centroids_indexer_topk"
+// T128-NOT: indexer_topk_t
+// T128-LABEL: gpu.func @centroids_indexer_topk(
+// T128-SAME: known_block_size = array<i32: 128, 1, 1>
+// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64}
+// BADT: error: convert-vortex-to-gpu: topk-threads = 64 must be 0 (planned), 128, 256 or 512
 // topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 256 threads per SM.
 // TOPK-LABEL: gpu.func @centroids_indexer_topk(
 // TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64

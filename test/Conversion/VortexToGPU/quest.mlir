@@ -20,9 +20,11 @@
 // CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
 // CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
 // CHECK-SAME: writes = ["scratch0", "status"]
-// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
+// CHECK-SAME: {block = [512, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
+// CHECK-SAME: {block = [256, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t256"
 // CHECK-SAME: shared_bytes = 34896
+// CHECK-SAME: {block = [128, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t128"
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}

@@ -48,7 +48,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 // TopK(k): the budget is fixed (bos + k + eos); unused slots get -1.
 // CHECK-LABEL: gpu.func @f_indexer_trtllm
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK: arith.constant 6 : index
 // CHECK: arith.constant -1 : i32
 // CHECK: gpu.shuffle xor

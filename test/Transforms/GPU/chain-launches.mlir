@@ -336,3 +336,87 @@ module attributes {vortex.manifest = {flow = "f"}} {
     }
   }
 }
+
+// -----
+
+// Alternatives (adjacent launches of one choice): a0 and a1 both write
+// `out`, which k0 neither reads nor writes; each is chained to k0 alone, so each stores `out` before its wait
+// and waits before it reads `s`, and neither triggers a launch of the other
+// (no launch follows the group). The first launch being a group (b0, b1),
+// neither waits nor gets pdl; k2 after it waits for both.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: cache = {args = [], kernels = [{choice = "g", kernel = "b0", writes = ["t"]}, {choice = "g", kernel = "b1", writes = ["t"]}, {kernel = "k2", params = [{kind = "buffer", name = "t"}], pdl = true}]
+// CHECK-SAME: indexer = {args = [], kernels = [{kernel = "k0", reads = [], writes = ["s"]}, {choice = "a", kernel = "a0", params = [{kind = "buffer", name = "out"}, {kind = "buffer", name = "s"}], pdl = true, writes = ["out"]}, {choice = "a", kernel = "a1", params = [{kind = "buffer", name = "out"}, {kind = "buffer", name = "s"}], pdl = true, writes = ["out"]}]
+// CHECK-LABEL: gpu.func @k0
+// CHECK-NEXT: nvvm.griddepcontrol launch_dependents
+// CHECK-LABEL: gpu.func @a0
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.load
+// CHECK-NOT: griddepcontrol
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @a1
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.load
+// CHECK-NOT: griddepcontrol
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @b0
+// CHECK-NEXT: nvvm.griddepcontrol launch_dependents
+// CHECK-NEXT: gpu.return
+// CHECK-LABEL: gpu.func @b1
+// CHECK-NEXT: nvvm.griddepcontrol launch_dependents
+// CHECK-NEXT: gpu.return
+// CHECK-LABEL: gpu.func @k2
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: nvvm.griddepcontrol wait
+// CHECK-NEXT: memref.load
+module attributes {vortex.manifest = {version = 2, steps = {
+    indexer = {args = [], writes = [],
+               kernels = [{kernel = "k0", reads = [], writes = ["s"]},
+                          {kernel = "a0", choice = "a", writes = ["out"],
+                           params = [{name = "out", kind = "buffer"},
+                                     {name = "s", kind = "buffer"}]},
+                          {kernel = "a1", choice = "a", writes = ["out"],
+                           params = [{name = "out", kind = "buffer"},
+                                     {name = "s", kind = "buffer"}]}]},
+    cache = {args = [], writes = [],
+             kernels = [{kernel = "b0", choice = "g", writes = ["t"]},
+                        {kernel = "b1", choice = "g", writes = ["t"]},
+                        {kernel = "k2",
+                         params = [{name = "t", kind = "buffer"}]}]}}}} {
+  gpu.module @kernels {
+    gpu.func @k0() kernel {
+      gpu.return
+    }
+    gpu.func @a0(%out: memref<?xi32>, %s: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1 : i32
+      memref.store %one, %out[%c0] : memref<?xi32>
+      %x = memref.load %s[%c0] : memref<?xf32>
+      gpu.return
+    }
+    gpu.func @a1(%out: memref<?xi32>, %s: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1 : i32
+      memref.store %one, %out[%c0] : memref<?xi32>
+      %x = memref.load %s[%c0] : memref<?xf32>
+      gpu.return
+    }
+    gpu.func @b0() kernel {
+      gpu.return
+    }
+    gpu.func @b1() kernel {
+      gpu.return
+    }
+    gpu.func @k2(%t: memref<?xi32>) kernel {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %t[%c0] : memref<?xi32>
+      gpu.return
+    }
+  }
+}

@@ -189,6 +189,11 @@ def VortexGPUChainLaunches
       launch before it. Without the launch attribute the wait returns at
       once, so the kernel is correct launched either way.
 
+    Adjacent launches that share a `choice` are alternatives (the runtime
+    launches exactly one of them): each is placed as if the others were
+    not there, chained to the launches before the group, and the launches
+    after the group wait for all of them.
+
     The first launch of a step waits on nothing it does not know: it is
     launched the ordinary way, after whatever the stream ran before, and the
     launches after it start no earlier than it does. A kernel that already
