@@ -2,12 +2,15 @@
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
+        [--options "" "topk-threads=256" ...]
         [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
 with --no-cubin (PTX only), one process at a time on an otherwise idle
 machine; the wall time of each process is reported as min / median / max.
-With several compilers their runs alternate, so that they see the same
+Each compiler runs with each `--options` string (vortex-compile options
+without their leading "--", space-separated; default: none); with
+several compilers or options their runs alternate, so that they see the same
 machine: a shared machine's speed drifts by tens of percent within an hour.
 """
 
@@ -48,6 +51,9 @@ def main() -> int:
     ap.add_argument("--compile", nargs="+",
                     default=[os.path.join(ROOT, "build", "bin",
                                           "vortex-compile")])
+    ap.add_argument("--options", nargs="+", default=[""],
+                    help="vortex-compile options without the leading --, "
+                    "one string per variant")
     ap.add_argument("--flows", nargs="*", default=DEFAULT_FLOWS)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--chip", default="sm_90")
@@ -66,27 +72,32 @@ def main() -> int:
     lines = [f"machine: {cpu_model()}, {os.cpu_count()} cores; "
              f"{args.runs} runs per row, wall seconds min / median / max",
              "",
-             "| compiler | flow | to cubin | PTX only (--no-cubin) |",
-             "|---|---|---|---|"]
+             "| compiler | options | flow | to cubin | PTX only (--no-cubin) |",
+             "|---|---|---|---|---|"]
+    variants = [(tool, opts) for tool in args.compile for opts in args.options]
     with tempfile.TemporaryDirectory() as out:
         for flow in args.flows:
             src = os.path.join(ROOT, "examples", flow + ".mlir")
             times = {}
-            for tool in args.compile:
-                time_once([tool, src, "-o", out, f"--target={args.chip}"])
+            def command(tool, opts):
+                return [tool, src, "-o", out, f"--target={args.chip}",
+                        *("--" + o for o in opts.split())]
+            for tool, opts in variants:
+                time_once(command(tool, opts))
             for _ in range(args.runs):
-                for tool in args.compile:
-                    base = [tool, src, "-o", out, f"--target={args.chip}"]
+                for tool, opts in variants:
                     for extra in ("", "--no-cubin"):
-                        times.setdefault((tool, extra), []).append(
-                            time_once(base + ([extra] if extra else [])))
-            for tool in args.compile:
+                        times.setdefault((tool, opts, extra), []).append(
+                            time_once(command(tool, opts) +
+                                      ([extra] if extra else [])))
+            for tool, opts in variants:
                 cells = []
                 for extra in ("", "--no-cubin"):
-                    t = sorted(times[(tool, extra)])
+                    t = sorted(times[(tool, opts, extra)])
                     cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} "
                                  f"/ {t[-1]:.2f}")
-                lines.append(f"| {tool} | {flow} | {cells[0]} | {cells[1]} |")
+                lines.append(f"| {tool} | {opts or '-'} | {flow} | "
+                             f"{cells[0]} | {cells[1]} |")
                 print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)

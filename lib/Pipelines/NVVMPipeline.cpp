@@ -109,6 +109,11 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             std::to_string(options.optLevel);
     return failure();
   }
+  if (!llvm::is_contained({0, 128, 256, 512}, options.topkThreads)) {
+    error = "topk-threads must be 0 (planned), 128, 256 or 512, got " +
+            std::to_string(options.topkThreads);
+    return failure();
+  }
   if (!llvm::is_contained({"isa", "bin", "fatbin", "llvm"},
                           StringRef(options.format))) {
     error = "unknown format '" + options.format.getValue() +
@@ -159,6 +164,7 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexMaskPadding());
   ConvertVortexToGPUOptions toGPU;
   toGPU.envelopeIdentity = options.envelopeIdentity;
+  toGPU.topkThreads = options.topkThreads;
   pm.addPass(createConvertVortexToGPU(toGPU));
   if (options.chainLaunches) {
     VortexGPUChainLaunchesOptions chain;

@@ -10,6 +10,8 @@
 // RUN:   | FileCheck %s --check-prefix=FEATURE
 // RUN: not vortex-opt %s --vortex-to-nvvm='opt-level=4' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=OPT
+// RUN: not vortex-opt %s --vortex-to-nvvm='topk-threads=100' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOPKT
 // RUN: not vortex-opt %s --vortex-to-nvvm='format=offload' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FORMAT
 // RUN: not vortex-opt %s --vortex-to-nvvm 2>&1 \
@@ -20,6 +22,7 @@
 // FEATURE: error: unknown PTX ISA feature '+ptx99'
 // OPT: error: opt-level must be 0, 1, 2 or 3, got 4
 // FORMAT: error: unknown format 'offload'; expected isa, bin, fatbin or llvm
+// TOPKT: error: topk-threads must be 0 (planned), 128, 256 or 512, got 100
 
 gpu.module @bad_kernels {
   gpu.func @wide_cluster(%x: memref<?xf32>) kernel {

@@ -114,6 +114,13 @@ static cl::opt<bool> noChainLaunches(
              "finished (no programmatic dependent launch; docs/gpu.md)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<int64_t> topkThreads(
+    "topk-threads",
+    cl::desc("Build one top-k kernel of this many threads (128, 256 or 512) "
+             "instead of three alternatives the runtime picks from: about "
+             "half the compile time (docs/gpu.md); 0: planned"),
+    cl::init(0), cl::cat(category));
+
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
 
@@ -399,6 +406,7 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   // PTX in the gpu.binary; the cubin comes from our own ptxas run.
   options.format = "isa";
   options.chainLaunches = !noChainLaunches;
+  options.topkThreads = topkThreads;
   std::string error;
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error)))
     return fail(error);

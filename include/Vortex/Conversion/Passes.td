@@ -57,7 +57,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
       select of the k-th best score key (8-bit digits, histograms in shared
       memory), then the k kept keys gathered
       and ordered by rank (k up to 4096; a larger k picks one CTA-wide
-      maximum at a time). docs/gpu.md, "Top-k".
+      maximum at a time). It is emitted as three kernels of 512, 256 and
+      128 threads, alternatives of one manifest `choice` (the runtime
+      launches the first whose rows fit on the chip in one wave), or as
+      the one `topk-threads` names. docs/gpu.md, "Top-k".
     Values crossing kernels live in f32 scratch buffers. Each workload
     kernel is planned before it is emitted (lanes per block, narrow mode,
     hoisting, items per iteration, registers, CTA shape) and carries the

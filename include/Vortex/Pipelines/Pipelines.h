@@ -73,6 +73,12 @@ struct VortexNVVMPipelineOptions
                      "|x| |a - b|) / 2 in fused multiply-adds "
                      "(convert-vortex-to-gpu; docs/gpu.md)"),
       llvm::cl::init(true)};
+  Option<int64_t> topkThreads{
+      *this, "topk-threads",
+      llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "
+                     "512) instead of the planned three alternatives "
+                     "(convert-vortex-to-gpu; 0: planned)"),
+      llvm::cl::init(0)};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both
