@@ -109,7 +109,7 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             std::to_string(options.optLevel);
     return failure();
   }
-  if (!llvm::is_contained({0, 128, 256, 512}, options.topkThreads)) {
+  if (!isTopKThreadsOption(options.topkThreads)) {
     error = "topk-threads must be 0 (planned), 128, 256 or 512, got " +
             std::to_string(options.topkThreads);
     return failure();

@@ -4,8 +4,19 @@
 #define VORTEX_CONVERSION_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace mlir::vortex {
+
+/// The top-k CTA shapes (threads) convert-vortex-to-gpu emits, in the
+/// runtime's order of preference (docs/gpu.md, "Top-k"); `topk-threads`
+/// names one of them, or 0 for all.
+inline constexpr int64_t kTopKThreads[] = {512, 256, 128};
+
+/// Whether `threads` is a valid `topk-threads` option (0: planned).
+inline bool isTopKThreadsOption(int64_t threads) {
+  return threads == 0 || llvm::is_contained(kTopKThreads, threads);
+}
 
 #define GEN_PASS_DECL
 #include "Vortex/Conversion/Passes.h.inc"

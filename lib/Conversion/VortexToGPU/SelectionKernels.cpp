@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "Vortex/Conversion/Passes.h"
 
 #include <limits>
 
@@ -761,7 +762,8 @@ Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
 SmallVector<SelectPlan> planSelections(const FlowContext &ctx) {
   if (ctx.topkThreads)
     return {SelectPlan{ctx.topkThreads}};
-  return {SelectPlan{512}, SelectPlan{256}, SelectPlan{128}};
+  return llvm::map_to_vector(kTopKThreads,
+                             [](int64_t t) { return SelectPlan{t}; });
 }
 
 /// Memrefs in shared memory.

@@ -220,8 +220,7 @@ struct ConvertVortexToGPUPass
       return bad("topk-ctas-per-sm", topkCtasPerSM,
                  "in [0, 8] (0: no bound; 8 CTAs of the top-k's 256 threads "
                  "leave 32 registers a thread)");
-    if (topkThreads != 0 && topkThreads != 128 && topkThreads != 256 &&
-        topkThreads != 512)
+    if (!isTopKThreadsOption(topkThreads))
       return bad("topk-threads", topkThreads, "0 (planned), 128, 256 or 512");
     return success();
   }
