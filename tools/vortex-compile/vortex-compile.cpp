@@ -29,6 +29,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -310,6 +311,10 @@ namespace {
 struct Compilation {
   ModuleOp module;
   bool &sawError;
+  /// `--mlir-timing`: every stage of the compile nests its timer here (MLIR's
+  /// passes, LLVM's code generation in the serializing pass, ptxas, the
+  /// host linker); without it the scope times nothing.
+  TimingScope &timing;
   /// The file stem of every output: the manifest's "flow".
   std::string flow;
 
@@ -421,9 +426,12 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   PassManager lower(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(lower)))
     return 1;
+  TimingScope lowerTime = c.timing.nest("lower to NVVM");
+  lower.enableTiming(lowerTime);
   vortex::buildVortexNVVMLowerStage(lower, options);
   if (failed(lower.run(c.module)) || c.sawError)
     return 1;
+  lowerTime.stop();
 
   auto gpuModules = llvm::to_vector(c.module.getOps<gpu::GPUModuleOp>());
   if (gpuModules.size() != 1) {
@@ -494,9 +502,12 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   PassManager serialize(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(serialize)))
     return 1;
+  TimingScope serializeTime = c.timing.nest("LLVM to PTX");
+  serialize.enableTiming(serializeTime);
   vortex::buildVortexNVVMBinaryStage(serialize, options);
   if (failed(serialize.run(c.module)) || c.sawError)
     return 1;
+  serializeTime.stop();
 
   auto binaries = llvm::to_vector(c.module.getOps<gpu::BinaryOp>());
   if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
@@ -530,8 +541,11 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   std::string ptxPath = c.outPath(".ptx"), cubinPath = c.outPath(".cubin");
   if (failed(writeFile(ptxPath, ptx)))
     return 1;
-  if (!noCubin && failed(runPtxas(ptxPath, cubinPath, toolkit)))
-    return 1;
+  if (!noCubin) {
+    TimingScope ptxasTime = c.timing.nest("ptxas");
+    if (failed(runPtxas(ptxPath, cubinPath, toolkit)))
+      return 1;
+  }
 
   if (!*manifest) {
     emitWarning(kernelsLoc)
@@ -628,9 +642,12 @@ static int compileCPU(MLIRContext &context, Compilation &c) {
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
+  TimingScope lowerTime = c.timing.nest("lower to LLVM");
+  pm.enableTiming(lowerTime);
   vortex::buildVortexToCPUPipeline(pm);
   if (failed(pm.run(c.module)) || c.sawError)
     return 1;
+  lowerTime.stop();
   FailureOr<DictionaryAttr> manifest = getManifest(c);
   if (failed(manifest))
     return 1;
@@ -668,8 +685,10 @@ static int compileCPU(MLIRContext &context, Compilation &c) {
           "vortex-" + c.flow, "o", object))
     return fail("cannot create a temporary file: " + ec.message());
   llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  TimingScope objectTime = c.timing.nest("LLVM to object");
   if (failed(emitHostObject(*llvmModule, object)))
     return 1;
+  objectTime.stop();
 
   std::string library = "lib" + c.flow + ".so";
   SmallString<128> libraryPath(outputDir);
@@ -686,9 +705,11 @@ static int compileCPU(MLIRContext &context, Compilation &c) {
                    llvm::sys::path::parent_path(utils).str());
   }
   SmallVector<StringRef> argRefs(args.begin(), args.end());
+  TimingScope linkTime = c.timing.nest("link");
   if (failed(runTool(linker, argRefs, linker + " -shared (linking " +
                                           library + ")")))
     return 1;
+  linkTime.stop();
 
   llvm::json::Object artifacts;
   artifacts["library"] = library;
@@ -700,6 +721,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   registerAsmPrinterCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   // Only our options in --help; LLVM's and MLIR's stay usable (--help-hidden).
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
@@ -735,6 +757,12 @@ int main(int argc, char **argv) {
   registerAllGPUToLLVMIRTranslations(registry);
   vortex::registerAllVortexDialects(registry);
   MLIRContext context(registry);
+  // --mlir-timing: the whole compile, from parsing to the last file, in
+  // one report (printed when `timing` goes out of scope).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope total = timing.getRootScope();
+  TimingScope parseTime = total.nest("parse");
   // Point at the op; dumping all of it (a whole gpu.module) buries the error.
   context.printOpOnDiagnostic(false);
 
@@ -756,6 +784,7 @@ int main(int argc, char **argv) {
       parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module)
     return 1;
+  parseTime.stop();
   // --flow keeps one flow of several.
   auto flows = llvm::to_vector(module->getOps<vortex::FlowOp>());
   if (!flowName.empty()) {
@@ -780,6 +809,6 @@ int main(int argc, char **argv) {
       diag << " @" << f.getSymName();
     return 1;
   }
-  Compilation c{*module, sawError, ""};
+  Compilation c{*module, sawError, total, ""};
   return cpu ? compileCPU(context, c) : compileGPU(context, c);
 }
