@@ -13,7 +13,9 @@
 //           cp.async, S iterations in flight, so the loads in flight no
 //           longer cost registers;
 //   inter   groups walk chunks of C positions interleaved over the whole
-//           grid, so the blocks in flight at any time belong to a few rows.
+//           grid, so the blocks in flight at any time belong to a few rows;
+//   reg ... sectors  the reg schedule storing the scores a 32-byte sector
+//           at a time (8 lanes together) instead of one f32 per block.
 //
 // Each at every CTAs-per-SM count that fits, L2 flushed before every run.
 // The floor is the bytes (256 + 4 + 4 per block) over the measured copy
@@ -76,11 +78,11 @@ __device__ __forceinline__ void loadQ(float *q, const float *qm, long row,
 /// One iteration of a register schedule: U blocks gathered at `next`
 /// (their ids loaded an iteration before), the ids of the next iteration,
 /// then each block's score stored at its position (below `end`).
-template <int U>
+template <int U, bool Sectors = false>
 __device__ __forceinline__ void
 gatherStep(const int *ids, const __nv_bfloat16 *cent, const float *qm,
            float *out, long P, int n, long s, long end, int lane, int *next,
-           float *q, long &row) {
+           float *q, long &row, float *held = nullptr, long begin = 0) {
   uint4 a[U], b[U];
   for (int u = 0; u < U; ++u) {
     const uint4 *p = reinterpret_cast<const uint4 *>(
@@ -96,12 +98,24 @@ gatherStep(const int *ids, const __nv_bfloat16 *cent, const float *qm,
     if (r != row)
       loadQ(q, qm, row = r, lane);
     float v = sumGroup(dot16(a[u], b[u], q));
-    if (lane == 0 && pos < end)
+    if constexpr (Sectors) {
+      // Lane pos % 8 holds the score until the group's 32-byte sector of
+      // scores is complete (or the chunk ends), then the lanes store it
+      // together.
+      if (lane == (pos & 7))
+        *held = v;
+      if (pos < end && ((pos & 7) == 7 || pos == end - 1)) {
+        long at = (pos & ~7L) + lane;
+        if (at >= begin && at <= pos)
+          out[at] = *held;
+      }
+    } else if (lane == 0 && pos < end) {
       out[pos] = v;
+    }
   }
 }
 
-template <int U>
+template <int U, bool Sectors = false>
 __global__ void __launch_bounds__(256)
     regGather(const int *ids, const __nv_bfloat16 *cent, const float *qm,
               float *out, long P, int n) {
@@ -115,8 +129,10 @@ __global__ void __launch_bounds__(256)
   int next[U];
   for (int u = 0; u < U; ++u)
     next[u] = ids[min(s0 + u, P - 1)];
+  float held = 0;
   for (long s = s0; s < s1; s += U)
-    gatherStep<U>(ids, cent, qm, out, P, n, s, s1, lane, next, q, row);
+    gatherStep<U, Sectors>(ids, cent, qm, out, P, n, s, s1, lane, next, q,
+                           row, &held, s0);
 }
 
 template <int S, int U>
@@ -301,6 +317,12 @@ int main() {
     });                                                                      \
   }
   REG(2) REG(4)
+  for (int c = 2; c <= fitting(regGather<2, true>, 0); ++c) {
+    std::snprintf(name, sizeof name, "reg U=2 sectors ctas/sm=%d", c);
+    time(name, [&] {
+      regGather<2, true><<<sms * c, 256>>>(ids, cent, qm, out, P, n);
+    });
+  }
   ASYNC(2, 1) ASYNC(3, 1) ASYNC(4, 1) ASYNC(2, 2) ASYNC(3, 2) ASYNC(4, 2)
   ASYNC(8, 1)
   INTER(2, 2) INTER(2, 8) INTER(2, 16) INTER(2, 32) INTER(2, 64)

@@ -751,46 +751,55 @@ static bool isReservedABIName(StringRef name) {
                             name);
 }
 
-LogicalResult FlowOp::verifyRegions() {
+/// Field and parameter names: unique, k and v implicit, none an ABI name.
+static LogicalResult verifyDeclarations(FlowOp flow,
+                                        SmallVectorImpl<FieldAttr> &fields,
+                                        SmallVectorImpl<FieldAttr> &params) {
   // Fields: unique names, k and v implicit.
   llvm::StringSet<> seen;
-  SmallVector<FieldAttr> fields;
-  for (Attribute a : getFields()) {
+  for (Attribute a : flow.getFields()) {
     auto f = cast<FieldAttr>(a);
     StringRef name = f.getName().getValue();
     if (name == "k" || name == "v")
-      return emitOpError("cache field '")
+      return flow.emitOpError("cache field '")
              << name << "' is implicit and must not be declared";
     if (isReservedABIName(name))
-      return emitOpError("cache field '")
+      return flow.emitOpError("cache field '")
              << name << "' takes the name of a step argument of the "
                 "compiled flow";
     if (!seen.insert(name).second)
-      return emitOpError("cache field '") << name << "' is declared twice";
+      return flow.emitOpError("cache field '")
+             << name << "' is declared twice";
     fields.push_back(f);
   }
   // Parameters: names unique across k, v, the fields and the parameters.
-  SmallVector<FieldAttr> params = getParamDecls();
+  SmallVector<FieldAttr> decls = flow.getParamDecls();
+  params.assign(decls.begin(), decls.end());
   for (FieldAttr p : params) {
     StringRef name = p.getName().getValue();
     if (name == "k" || name == "v")
-      return emitOpError("parameter '")
+      return flow.emitOpError("parameter '")
              << name << "' takes the name of the cache tensor '" << name
              << "'";
     if (isReservedABIName(name))
-      return emitOpError("parameter '")
+      return flow.emitOpError("parameter '")
              << name << "' takes the name of a step argument of the "
                 "compiled flow";
     if (llvm::any_of(fields,
                      [&](FieldAttr f) { return f.getName() == p.getName(); }))
-      return emitOpError("parameter '")
+      return flow.emitOpError("parameter '")
              << name << "' takes the name of a cache field";
     if (!seen.insert(name).second)
-      return emitOpError("parameter '") << name << "' is declared twice";
+      return flow.emitOpError("parameter '") << name << "' is declared twice";
   }
+  return success();
+}
 
-  // Region signatures.
-  Block &cache = getCacheBody(), &indexer = getIndexerBody();
+/// The bodies' arguments: k, v, the fields and parameters on both sides,
+/// then q and o on the indexer's.
+static LogicalResult verifySignatures(FlowOp flow, ArrayRef<FieldAttr> fields,
+                                      ArrayRef<FieldAttr> params) {
+  Block &cache = flow.getCacheBody(), &indexer = flow.getIndexerBody();
   size_t n = fields.size(), np = params.size();
   auto declared = [&](InFlightDiagnostic &diag) -> InFlightDiagnostic & {
     diag << n << " declared field(s)";
@@ -799,55 +808,57 @@ LogicalResult FlowOp::verifyRegions() {
     return diag;
   };
   if (cache.getNumArguments() != 2 + n + np) {
-    auto diag = emitOpError("cache body must take k, v and the ");
+    auto diag = flow.emitOpError("cache body must take k, v and the ");
     return declared(diag) << ", got " << cache.getNumArguments()
                           << " argument(s)";
   }
   if (indexer.getNumArguments() != 4 + n + np) {
-    auto diag = emitOpError("indexer body must take q, o, k, v and the ");
+    auto diag = flow.emitOpError("indexer body must take q, o, k, v and the ");
     return declared(diag) << ", got " << indexer.getNumArguments()
                           << " argument(s)";
   }
-  VTensorType kv = getKVType();
+  VTensorType kv = flow.getKVType();
   for (auto [side, block, offset] :
        {std::tuple<Side, Block *, unsigned>{Side::Cache, &cache, 0},
         {Side::Indexer, &indexer, 2}}) {
     bool slotted = side == Side::Cache;
-    if (failed(verifyArgType(*this, block->getArgument(offset), "k", kv,
+    if (failed(verifyArgType(flow, block->getArgument(offset), "k", kv,
                              slotted)) ||
-        failed(verifyArgType(*this, block->getArgument(offset + 1), "v", kv,
+        failed(verifyArgType(flow, block->getArgument(offset + 1), "v", kv,
                              slotted)))
       return failure();
     for (auto [i, f] : llvm::enumerate(fields))
-      if (failed(verifyArgType(*this, block->getArgument(offset + 2 + i),
-                               f.getName().getValue(), getFieldType(f),
+      if (failed(verifyArgType(flow, block->getArgument(offset + 2 + i),
+                               f.getName().getValue(), flow.getFieldType(f),
                                slotted)))
         return failure();
     for (auto [i, p] : llvm::enumerate(params))
-      if (failed(verifyArgType(*this, block->getArgument(offset + 2 + n + i),
-                               p.getName().getValue(), getParamType(p),
+      if (failed(verifyArgType(flow, block->getArgument(offset + 2 + n + i),
+                               p.getName().getValue(), flow.getParamType(p),
                                /*allowSlotted=*/false)))
         return failure();
   }
   // q holds T >= 1 query tokens per row, token-major: [?, T x G, D]
   // (docs/contract.md, "Multi-token queries").
   auto q = dyn_cast<VTensorType>(indexer.getArgument(0).getType());
-  int64_t g = getConfig().getGroupSize();
+  int64_t g = flow.getConfig().getGroupSize();
   if (!q || !isa<FloatType>(q.getElementType()) || q.getD0() % g != 0 ||
       q.withExplicitPadding(false) !=
-          getQueryType(q.getElementType(), q.getD0() / g))
-    return emitOpError("argument 'q' must be a batched float vtensor [?, T x ")
-           << g << ", " << getConfig().getHeadDim()
-           << "] (T >= 1 query tokens), got " << indexer.getArgument(0).getType();
-  if (failed(verifyArgType(*this, indexer.getArgument(1), "o",
-                           getOutputType(), false)))
+          flow.getQueryType(q.getElementType(), q.getD0() / g))
+    return flow.emitOpError(
+               "argument 'q' must be a batched float vtensor [?, T x ")
+           << g << ", " << flow.getConfig().getHeadDim()
+           << "] (T >= 1 query tokens), got "
+           << indexer.getArgument(0).getType();
+  if (failed(verifyArgType(flow, indexer.getArgument(1), "o",
+                           flow.getOutputType(), false)))
     return failure();
+  return success();
+}
 
-  if (failed(verifySideOps(*this, cache, Side::Cache)) ||
-      failed(verifySideOps(*this, indexer, Side::Indexer)))
-    return failure();
-
-  // Exactly one terminal selection, writing o.
+/// The indexer ends in exactly one selection, which writes o.
+static LogicalResult verifySelection(FlowOp flow) {
+  Block &indexer = flow.getIndexerBody();
   Operation *selection = nullptr;
   for (Operation &op : indexer) {
     if (!isa<TopKOp, ApproxTopKOp, UnionOp>(op))
@@ -858,15 +869,19 @@ LogicalResult FlowOp::verifyRegions() {
     selection = &op;
   }
   if (!selection)
-    return emitOpError("indexer must end in exactly one vortex.topk, "
-                       "vortex.approx_topk or vortex.union");
+    return flow.emitOpError("indexer must end in exactly one vortex.topk, "
+                            "vortex.approx_topk or vortex.union");
   if (selection != &indexer.back())
     return selection->emitOpError("must be the last op of the indexer body");
   if (selection->getOperands().back() != indexer.getArgument(1))
     return selection->emitOpError("must write the indexer's output 'o'");
+  return success();
+}
 
-  // k and v belong to the runtime; every declared field has a writer (cache
-  // write/fill or indexer save) and a reader on the indexer side.
+/// k and v belong to the runtime; every declared field has a writer (cache
+/// write/fill or indexer save) and a reader on the indexer side.
+static LogicalResult verifyFieldUse(FlowOp flow, ArrayRef<FieldAttr> fields) {
+  Block &cache = flow.getCacheBody(), &indexer = flow.getIndexerBody();
   for (unsigned i = 0; i < 2; ++i)
     for (Block *b : {&cache, &indexer})
       for (Operation *user : b->getArgument(b == &cache ? i : i + 2).getUsers())
@@ -890,7 +905,7 @@ LogicalResult FlowOp::verifyRegions() {
       if (llvm::none_of(cacheArg.getUsers(), [](Operation *u) {
             return isa<WriteOp, FillOp>(u);
           }))
-        return emitOpError("slotted field '")
+        return flow.emitOpError("slotted field '")
                << f.getName().getValue()
                << "' is never written (by vortex.write or vortex.fill on the "
                   "cache side)";
@@ -902,15 +917,27 @@ LogicalResult FlowOp::verifyRegions() {
         llvm::any_of(indexerArg.getUsers(),
                      [](Operation *u) { return isa<SaveOp>(u); });
     if (!written)
-      return emitOpError("cache field '")
+      return flow.emitOpError("cache field '")
              << f.getName().getValue()
              << "' is never written (by vortex.write or vortex.fill on the "
                 "cache side, or vortex.save on the indexer side)";
     bool read = llvm::any_of(indexerArg.getUsers(),
                              [](Operation *u) { return !isa<SaveOp>(u); });
     if (!read)
-      return emitOpError("cache field '")
+      return flow.emitOpError("cache field '")
              << f.getName().getValue() << "' is never read by the indexer";
   }
   return success();
+}
+
+LogicalResult FlowOp::verifyRegions() {
+  SmallVector<FieldAttr> fields, params;
+  if (failed(verifyDeclarations(*this, fields, params)) ||
+      failed(verifySignatures(*this, fields, params)))
+    return failure();
+  if (failed(verifySideOps(*this, getCacheBody(), Side::Cache)) ||
+      failed(verifySideOps(*this, getIndexerBody(), Side::Indexer)))
+    return failure();
+  return failure(failed(verifySelection(*this)) ||
+                 failed(verifyFieldUse(*this, fields)));
 }

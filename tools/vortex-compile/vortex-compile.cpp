@@ -398,13 +398,16 @@ static LogicalResult writeManifest(const Compilation &c,
   return writeFile(c.outPath(".manifest.json"), text);
 }
 
-static int compileGPU(MLIRContext &context, Compilation &c) {
-  vortex::VortexNVVMPipelineOptions options;
+/// The NVVM pipeline's options from the command line, checked.
+static LogicalResult
+gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.chip = chipName();
   options.features = features;
-  if (llvmOptLevel > 3 || llvmOptLevel < -1)
-    return fail("--llvm-opt-level must be 0, 1, 2 or 3, got " +
-                std::to_string(llvmOptLevel));
+  if (llvmOptLevel > 3 || llvmOptLevel < -1) {
+    fail("--llvm-opt-level must be 0, 1, 2 or 3, got " +
+         std::to_string(llvmOptLevel));
+    return failure();
+  }
   options.optLevel = llvmOptLevel < 0 ? optLevel.getValue()
                                       : static_cast<unsigned>(llvmOptLevel);
   options.cudaPath = cudaPath;
@@ -413,8 +416,79 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   options.chainLaunches = !noChainLaunches;
   options.topkThreads = topkThreads;
   std::string error;
-  if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error)))
-    return fail(error);
+  if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error))) {
+    fail(error);
+    return failure();
+  }
+  return success();
+}
+
+/// The kernels of the module's one gpu.module (stage 1's output), in order.
+static FailureOr<gpu::GPUModuleOp>
+kernelsOf(ModuleOp module, SmallVectorImpl<std::string> &kernels) {
+  auto gpuModules = llvm::to_vector(module.getOps<gpu::GPUModuleOp>());
+  if (gpuModules.size() != 1) {
+    InFlightDiagnostic diag = emitError(module.getLoc());
+    if (gpuModules.empty())
+      diag << "no gpu.module to compile: expected the kernels of "
+              "convert-vortex-to-gpu";
+    else
+      diag << "expected one gpu.module, found " << gpuModules.size();
+    for (gpu::GPUModuleOp gpuModule : gpuModules)
+      diag.attachNote(gpuModule.getLoc()) << "gpu.module here";
+    return failure();
+  }
+  gpu::GPUModuleOp gpuModule = gpuModules.front();
+  for (auto func : gpuModule.getOps<LLVM::LLVMFuncOp>())
+    if (func->hasAttr(gpu::GPUDialect::getKernelFuncAttrName()))
+      kernels.push_back(func.getName().str());
+  if (kernels.empty()) {
+    emitError(gpuModule.getLoc()) << "gpu.module @" << gpuModule.getName()
+                                  << " has no kernel";
+    return failure();
+  }
+  return gpuModule;
+}
+
+/// The PTX in the module's one gpu.binary (stage 2's output), if it calls
+/// no unlinked libdevice function.
+static FailureOr<StringRef> ptxOf(ModuleOp module, StringRef toolkit) {
+  Location moduleLoc = module.getLoc();
+  auto binaries = llvm::to_vector(module.getOps<gpu::BinaryOp>());
+  if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
+    emitError(moduleLoc) << "expected one gpu.binary holding one object";
+    return failure();
+  }
+  auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
+  if (object.getFormat() != gpu::CompilationTarget::Assembly) {
+    emitError(moduleLoc) << "expected PTX in the gpu.binary";
+    return failure();
+  }
+  StringRef ptx = object.getObject().getValue();
+  // Without libdevice, math ops stay calls that ptxas cannot resolve.
+  if (size_t pos = ptx.find(".extern .func"); pos != StringRef::npos) {
+    size_t name = ptx.find("__nv_", pos);
+    StringRef callee =
+        name == StringRef::npos
+            ? StringRef("a function")
+            : ptx.substr(name).take_while([](char c) {
+                return llvm::isAlnum(c) || c == '_';
+              });
+    emitError(moduleLoc)
+        << "the PTX calls " << callee
+        << " but no libdevice was linked: pass --cuda-path=<CUDA toolkit> "
+           "or set CUDA_HOME"
+        << (toolkit.empty() ? " (no toolkit found)"
+                            : " (toolkit: " + toolkit.str() + ")");
+    return failure();
+  }
+  return ptx;
+}
+
+static int compileGPU(MLIRContext &context, Compilation &c) {
+  vortex::VortexNVVMPipelineOptions options;
+  if (failed(gpuPipelineOptions(options)))
+    return 1;
   std::string toolkit = vortex::findCUDAToolkit(cudaPath);
   Location moduleLoc = c.module.getLoc();
 
@@ -433,31 +507,13 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     return 1;
   lowerTime.stop();
 
-  auto gpuModules = llvm::to_vector(c.module.getOps<gpu::GPUModuleOp>());
-  if (gpuModules.size() != 1) {
-    InFlightDiagnostic diag = emitError(moduleLoc);
-    if (gpuModules.empty())
-      diag << "no gpu.module to compile: expected the kernels of "
-              "convert-vortex-to-gpu";
-    else
-      diag << "expected one gpu.module, found " << gpuModules.size();
-    for (gpu::GPUModuleOp gpuModule : gpuModules)
-      diag.attachNote(gpuModule.getLoc()) << "gpu.module here";
-    return 1;
-  }
-  // The gpu.module becomes a gpu.binary when serialized: keep what we need.
-  gpu::GPUModuleOp gpuModule = gpuModules.front();
-  Location kernelsLoc = gpuModule.getLoc();
-  std::string kernelsName = gpuModule.getName().str();
   SmallVector<std::string> kernels;
-  for (auto func : gpuModule.getOps<LLVM::LLVMFuncOp>())
-    if (func->hasAttr(gpu::GPUDialect::getKernelFuncAttrName()))
-      kernels.push_back(func.getName().str());
-  if (kernels.empty()) {
-    emitError(gpuModule.getLoc()) << "gpu.module @" << gpuModule.getName()
-                                  << " has no kernel";
+  FailureOr<gpu::GPUModuleOp> gpuModule = kernelsOf(c.module, kernels);
+  if (failed(gpuModule))
     return 1;
-  }
+  // The gpu.module becomes a gpu.binary when serialized: keep what we need.
+  Location kernelsLoc = gpuModule->getLoc();
+  std::string kernelsName = gpuModule->getName().str();
 
   // The manifest, and the flow name the files are named after.
   c.flow = kernelsName;
@@ -509,37 +565,11 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     return 1;
   serializeTime.stop();
 
-  auto binaries = llvm::to_vector(c.module.getOps<gpu::BinaryOp>());
-  if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
-    emitError(moduleLoc) << "expected one gpu.binary holding one object";
+  FailureOr<StringRef> ptx = ptxOf(c.module, toolkit);
+  if (failed(ptx))
     return 1;
-  }
-  auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
-  if (object.getFormat() != gpu::CompilationTarget::Assembly) {
-    emitError(moduleLoc) << "expected PTX in the gpu.binary";
-    return 1;
-  }
-  StringRef ptx = object.getObject().getValue();
-  // Without libdevice, math ops stay calls that ptxas cannot resolve.
-  if (size_t pos = ptx.find(".extern .func"); pos != StringRef::npos) {
-    size_t name = ptx.find("__nv_", pos);
-    StringRef callee =
-        name == StringRef::npos
-            ? StringRef("a function")
-            : ptx.substr(name).take_while([](char c) {
-                return llvm::isAlnum(c) || c == '_';
-              });
-    emitError(moduleLoc)
-        << "the PTX calls " << callee
-        << " but no libdevice was linked: pass --cuda-path=<CUDA toolkit> "
-           "or set CUDA_HOME"
-        << (toolkit.empty() ? " (no toolkit found)"
-                            : " (toolkit: " + toolkit + ")");
-    return 1;
-  }
-
   std::string ptxPath = c.outPath(".ptx"), cubinPath = c.outPath(".cubin");
-  if (failed(writeFile(ptxPath, ptx)))
+  if (failed(writeFile(ptxPath, *ptx)))
     return 1;
   if (!noCubin) {
     TimingScope ptxasTime = c.timing.nest("ptxas");

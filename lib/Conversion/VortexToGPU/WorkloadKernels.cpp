@@ -162,6 +162,8 @@ private:
   SmallVector<Value> loadIds(Gen &x, const IndexerLoop &L, Value it);
   SmallVector<Value> emitIteration(const IndexerLoop &L, Value it,
                                    ValueRange carried, bool &ok);
+  SmallVector<Value> freshRowValues(Value r, ValueRange carry, bool &ok);
+  DenseMap<Value, TileRef> carriedRowTiles(ArrayRef<Value> carry);
   bool emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg);
   bool emitCacheBody(gpu::GPUFuncOp func, Value scalarArg);
   Value emitSlot(Gen &y, gpu::GPUFuncOp func, Value blockId, Value item,
@@ -855,6 +857,48 @@ SmallVector<Value> TileKernel::loadIds(Gen &x, const IndexerLoop &L,
   return ids;
 }
 
+/// The per-row values of row `r`, computed at the builder's insertion point,
+/// in the order the loop carries them (`carry` if they cannot be emitted).
+SmallVector<Value> TileKernel::freshRowValues(Value r, ValueRange carry,
+                                              bool &ok) {
+  tiles.clear();
+  if (!emitRowPart(r)) {
+    ok = false;
+    return SmallVector<Value>(carry);
+  }
+  SmallVector<Value> fresh;
+  for (auto &[v, t] : plan.rowShapes) {
+    if (inputs.contains(v))
+      llvm::append_range(fresh, rowVectors[v]);
+    else
+      llvm::append_range(fresh, materialize(*tiles.lookup(v)));
+  }
+  return fresh;
+}
+
+/// Tiles over the per-row values the loop carries: loaded inputs as their
+/// row vectors, computed values element by element.
+DenseMap<Value, TileRef> TileKernel::carriedRowTiles(ArrayRef<Value> carry) {
+  DenseMap<Value, TileRef> rowTiles;
+  unsigned at = 0;
+  for (auto &[v, shape] : plan.rowShapes) {
+    if (inputs.contains(v)) {
+      rowTiles[v] = tileFromRows(v, carry.slice(at, shape.d0));
+      at += shape.d0;
+      continue;
+    }
+    TileRef t = makeTile(shape);
+    SmallVector<Value> vals(carry.slice(at, t->d0 * t->width()));
+    at += t->d0 * t->width();
+    int64_t width = t->width();
+    t->at = [vals, width](int64_t rr, int64_t e) {
+      return vals[rr * width + e];
+    };
+    rowTiles[v] = t;
+  }
+  return rowTiles;
+}
+
 /// One iteration of the persistent loop: `unroll` items, their loads first
 /// (the ids came with the iteration before), then the next iteration's ids,
 /// then the row bookkeeping (per-row values recomputed when the row
@@ -966,41 +1010,11 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
           changed, plan.carryTypes,
           [&](Gen &gt) {
             auto guard3 = followInto(b, gt);
-            tiles.clear();
-            SmallVector<Value> fresh;
-            if (!emitRowPart(r)) {
-              ok = false;
-              return SmallVector<Value>(carry);
-            }
-            for (auto &[v, t] : plan.rowShapes) {
-              if (inputs.contains(v))
-                llvm::append_range(fresh, rowVectors[v]);
-              else
-                llvm::append_range(fresh,
-                                   materialize(*tiles.lookup(v)));
-            }
-            return fresh;
+            return freshRowValues(r, carry, ok);
           },
           [&](Gen &) { return SmallVector<Value>(carry); });
       cachedRow = r;
-      unsigned at = 0;
-      for (auto &[v, shape] : plan.rowShapes) {
-        if (inputs.contains(v)) {
-          item.rowTiles[v] = tileFromRows(
-              v, ArrayRef<Value>(carry).slice(at, shape.d0));
-          at += shape.d0;
-          continue;
-        }
-        TileRef t = makeTile(shape);
-        SmallVector<Value> vals(
-            ArrayRef<Value>(carry).slice(at, t->d0 * t->width()));
-        at += t->d0 * t->width();
-        int64_t width = t->width();
-        t->at = [vals, width](int64_t rr, int64_t e) {
-          return vals[rr * width + e];
-        };
-        item.rowTiles[v] = t;
-      }
+      item.rowTiles = carriedRowTiles(carry);
     } else {
       tiles.clear();
       if (!emitRowPart(r))
