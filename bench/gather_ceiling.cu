@@ -75,6 +75,22 @@ __device__ __forceinline__ void loadQ(float *q, const float *qm, long row,
     q[i] = qm[row * kD + lane * kPerLane + i];
 }
 
+/// This thread's 8-lane group in a persistent grid of 256-thread CTAs: its
+/// lane, its index and the group count, and its contiguous chunk [s0, s1)
+/// of the P positions.
+struct Group {
+  int lane;
+  long index, count, s0, s1;
+  __device__ explicit Group(long P) {
+    lane = threadIdx.x % kLanes;
+    index = (blockIdx.x * 256L + threadIdx.x) / kLanes;
+    count = static_cast<long>(gridDim.x) * 256 / kLanes;
+    long chunk = (P + count - 1) / count;
+    s0 = index * chunk;
+    s1 = s0 + chunk < P ? s0 + chunk : P;
+  }
+};
+
 /// One iteration of a register schedule: U blocks gathered at `next`
 /// (their ids loaded an iteration before), the ids of the next iteration,
 /// then each block's score stored at its position (below `end`).
@@ -119,11 +135,9 @@ template <int U, bool Sectors = false>
 __global__ void __launch_bounds__(256)
     regGather(const int *ids, const __nv_bfloat16 *cent, const float *qm,
               float *out, long P, int n) {
-  int lane = threadIdx.x % kLanes;
-  long group = (blockIdx.x * 256L + threadIdx.x) / kLanes;
-  long groups = static_cast<long>(gridDim.x) * 256 / kLanes;
-  long chunk = (P + groups - 1) / groups, s0 = group * chunk;
-  long s1 = s0 + chunk < P ? s0 + chunk : P;
+  Group grp(P);
+  int lane = grp.lane;
+  long s0 = grp.s0, s1 = grp.s1;
   float q[kPerLane];
   long row = -1;
   int next[U];
@@ -140,11 +154,9 @@ __global__ void __launch_bounds__(256)
     asyncGather(const int *ids, const __nv_bfloat16 *cent, const float *qm,
                 float *out, long P, int n) {
   extern __shared__ uint4 stage[]; // [S][U][32 groups][8 lanes][2]
-  int lane = threadIdx.x % kLanes, local = threadIdx.x / kLanes;
-  long group = (blockIdx.x * 256L + threadIdx.x) / kLanes;
-  long groups = static_cast<long>(gridDim.x) * 256 / kLanes;
-  long chunk = (P + groups - 1) / groups, s0 = group * chunk;
-  long s1 = s0 + chunk < P ? s0 + chunk : P;
+  Group grp(P);
+  int lane = grp.lane, local = threadIdx.x / kLanes;
+  long s0 = grp.s0, s1 = grp.s1;
   auto slot = [&](int st, int u) {
     return stage + (((st * U + u) * 32 + local) * kLanes + lane) * 2;
   };
@@ -190,12 +202,11 @@ template <int U, int C>
 __global__ void __launch_bounds__(256)
     interGather(const int *ids, const __nv_bfloat16 *cent, const float *qm,
                 float *out, long P, int n) {
-  int lane = threadIdx.x % kLanes;
-  long group = (blockIdx.x * 256L + threadIdx.x) / kLanes;
-  long groups = static_cast<long>(gridDim.x) * 256 / kLanes;
+  Group grp(P);
+  int lane = grp.lane;
   float q[kPerLane];
   long row = -1;
-  for (long base = group * C; base < P; base += groups * C) {
+  for (long base = grp.index * C; base < P; base += grp.count * C) {
     int next[U];
     for (int u = 0; u < U; ++u)
       next[u] = ids[min(base + u, P - 1)];

@@ -398,6 +398,21 @@ static LogicalResult writeManifest(const Compilation &c,
   return writeFile(c.outPath(".manifest.json"), text);
 }
 
+/// Runs the passes `build` adds on the module, timed as the compile's stage
+/// `stage` (--mlir-timing). Fails on a pass failure or an error diagnostic
+/// (some passes report one and still succeed).
+static LogicalResult runStage(MLIRContext &context, Compilation &c,
+                              StringRef stage,
+                              function_ref<void(OpPassManager &)> build) {
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  TimingScope time = c.timing.nest(stage);
+  pm.enableTiming(time);
+  build(pm);
+  return failure(failed(pm.run(c.module)) || c.sawError);
+}
+
 /// The NVVM pipeline's options from the command line, checked.
 static LogicalResult
 gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
@@ -497,15 +512,10 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     return 1;
 
   // Stage 1: kernels to the NVVM dialect.
-  PassManager lower(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(lower)))
+  if (failed(runStage(context, c, "lower to NVVM", [&](OpPassManager &pm) {
+        vortex::buildVortexNVVMLowerStage(pm, options);
+      })))
     return 1;
-  TimingScope lowerTime = c.timing.nest("lower to NVVM");
-  lower.enableTiming(lowerTime);
-  vortex::buildVortexNVVMLowerStage(lower, options);
-  if (failed(lower.run(c.module)) || c.sawError)
-    return 1;
-  lowerTime.stop();
 
   SmallVector<std::string> kernels;
   FailureOr<gpu::GPUModuleOp> gpuModule = kernelsOf(c.module, kernels);
@@ -555,15 +565,10 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   }
 
   // Stage 2: serialize (links libdevice from the toolkit).
-  PassManager serialize(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(serialize)))
+  if (failed(runStage(context, c, "LLVM to PTX", [&](OpPassManager &pm) {
+        vortex::buildVortexNVVMBinaryStage(pm, options);
+      })))
     return 1;
-  TimingScope serializeTime = c.timing.nest("LLVM to PTX");
-  serialize.enableTiming(serializeTime);
-  vortex::buildVortexNVVMBinaryStage(serialize, options);
-  if (failed(serialize.run(c.module)) || c.sawError)
-    return 1;
-  serializeTime.stop();
 
   FailureOr<StringRef> ptx = ptxOf(c.module, toolkit);
   if (failed(ptx))
@@ -669,15 +674,10 @@ static int compileCPU(MLIRContext &context, Compilation &c) {
   if (linker.empty())
     return fail("no C compiler to link the shared object (set CC)");
 
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm)))
+  if (failed(runStage(context, c, "lower to LLVM", [](OpPassManager &pm) {
+        vortex::buildVortexToCPUPipeline(pm);
+      })))
     return 1;
-  TimingScope lowerTime = c.timing.nest("lower to LLVM");
-  pm.enableTiming(lowerTime);
-  vortex::buildVortexToCPUPipeline(pm);
-  if (failed(pm.run(c.module)) || c.sawError)
-    return 1;
-  lowerTime.stop();
   FailureOr<DictionaryAttr> manifest = getManifest(c);
   if (failed(manifest))
     return 1;
