@@ -791,49 +791,60 @@ struct TopKSignature {
   SmallVector<Param> params;
 };
 
-/// The top-k kernel `name` of `sig.op`, shaped by `plan`.
-void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
-                     StringRef name, const SelectPlan &plan) {
-  MLIRContext *mctx = sig.op->getContext();
-  Location loc = sig.op->getLoc();
-  auto trtllm = dyn_cast<TrtllmTopKOp>(sig.op);
-  auto i32 = IntegerType::get(mctx, 32);
-  ArrayRef<Param> params = sig.params;
-  const std::string &scoreBuf = sig.scoreBuf, &outPtr = sig.outPtr,
-                    &outIdx = sig.outIdx;
-  const int64_t threads = plan.threads;
-  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
-  // The selection's fixed decisions, and the register bound if one is asked.
-  func->setAttr(
-      "vortex.plan",
-      b.getDictionaryAttr(
-          {b.getNamedAttr("threads", b.getI64IntegerAttr(threads)),
-           b.getNamedAttr("register_keys",
-                          b.getI64IntegerAttr(plan.registerKeys())),
-           b.getNamedAttr("radix_bits",
-                          b.getI64IntegerAttr(llvm::Log2_64(kRadixBins))),
-           b.getNamedAttr("rank_sort_max",
-                          b.getI64IntegerAttr(plan.rankSortSize())),
-           b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
-           b.getNamedAttr("ctas_per_sm",
-                          b.getI64IntegerAttr(ctx.topkCtasPerSM))}));
-  if (ctx.topkCtasPerSM > 0)
-    func->setAttr("nvvm.minctasm",
-                  b.getI32IntegerAttr(static_cast<int32_t>(ctx.topkCtasPerSM)));
-  Value keys = sharedBuffer(func, kSortCapacity, b.getI64Type());
-  Value hist = sharedBuffer(func, kRadixBins, i32);
-  Value ctl = sharedBuffer(func, kCtlWords, i32);
+/// A top-k CTA's shared buffers.
+struct TopKShared {
+  Value keys, hist, ctl, warpSums, ids;
+};
+
+/// The kernel arguments a row's top-k reads and writes, and the row count
+/// (the i32 argument).
+struct TopKArgs {
+  Value indptr, dense, rows, score, outCounts, out, status;
+};
+
+TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
+  OpBuilder b(func.getContext());
+  auto i32 = b.getI32Type();
+  TopKShared sh;
+  sh.keys = sharedBuffer(func, kSortCapacity, b.getI64Type());
+  sh.hist = sharedBuffer(func, kRadixBins, i32);
+  sh.ctl = sharedBuffer(func, kCtlWords, i32);
   // Two words per warp: the row's maximum and minimum keys reduce together.
-  Value warpSums = sharedBuffer(func, 2 * plan.warps(), i32);
-  Value ids = sharedBuffer(func, plan.rankSortSize(), i32);
-  Gen g{b, loc};
-  Value indptr = func.getArgument(0), dense = func.getArgument(1);
-  Value score = func.getArgument(3);
-  Value outCounts = func.getArgument(4), out = func.getArgument(5);
-  Value status = func.getArgument(6);
-  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  sh.warpSums = sharedBuffer(func, 2 * plan.warps(), i32);
+  sh.ids = sharedBuffer(func, plan.rankSortSize(), i32);
+  return sh;
+}
+
+int64_t topKSharedBytes(const SelectPlan &plan) {
+  return kSortCapacity * 8 +
+         (kRadixBins + kCtlWords + 2 * plan.warps() + plan.rankSortSize()) * 4;
+}
+
+/// The selection's fixed decisions, for `vortex.plan`.
+DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
+                              int64_t ctasPerSM) {
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("threads", b.getI64IntegerAttr(plan.threads)),
+       b.getNamedAttr("register_keys",
+                      b.getI64IntegerAttr(plan.registerKeys())),
+       b.getNamedAttr("radix_bits",
+                      b.getI64IntegerAttr(llvm::Log2_64(kRadixBins))),
+       b.getNamedAttr("rank_sort_max",
+                      b.getI64IntegerAttr(plan.rankSortSize())),
+       b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
+       b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(ctasPerSM))});
+}
+
+/// Row r's top-k by the CTA (every thread calls it; the barriers inside are
+/// uniform over the CTA): the row's offset in the output, its reserved
+/// blocks, the selection and the indptr guard.
+void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
+                 const SelectPlan &plan, const TopKShared &sh,
+                 const TopKArgs &a, Value r, Value tid) {
+  auto trtllm = dyn_cast<TrtllmTopKOp>(op);
+  const int64_t threads = plan.threads;
+  Value indptr = a.indptr, dense = a.dense, score = a.score;
+  Value outCounts = a.outCounts, out = a.out;
   FlowConfigAttr cfg = ctx.config;
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
   Value limit = g.minU(g.extent(dense), g.extent(score));
@@ -860,10 +871,11 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
             });
   } else {
     // This row's offset in the sparse list: the kept counts of earlier rows.
-    offset = offsetOfRow(g, r, tid, warpSums, threads, [&](Gen &x, Value q) {
-      RowInfo other = rowInfo(x, cfg, indptr, q, limit);
-      return x.minI(other.n, other.budget);
-    });
+    offset =
+        offsetOfRow(g, r, tid, sh.warpSums, threads, [&](Gen &x, Value q) {
+          RowInfo other = rowInfo(x, cfg, indptr, q, limit);
+          return x.minI(other.n, other.budget);
+        });
     // Guard: rows of a malformed indptr may overlap once clamped, and their
     // kept counts then sum past sparse_kv_indices; such a row writes
     // nothing. Uniform over the CTA (offset is a CTA-wide sum), so its
@@ -889,13 +901,11 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
           copy(x, row.hi, row.end,
                x.sub(x.add(offset, row.budget), x.idx(eos)));
           Value k = x.sub(row.budget, x.idx(bos + eos));
-          SelectRow R{keys,   hist,
-                      ctl,    warpSums,
-                      score,  dense,
-                      out,    tid,
-                      row.lo, x.sub(row.hi, row.lo),
-                      k,      x.add(offset, x.idx(bos)),
-                      ids,    plan};
+          SelectRow R{sh.keys,     sh.hist, sh.ctl, sh.warpSums,
+                      score,       dense,   out,    tid,
+                      row.lo,      x.sub(row.hi, row.lo),
+                      k,           x.add(offset, x.idx(bos)),
+                      sh.ids,      plan};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
           return {};
@@ -908,7 +918,7 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   // Recorded last, when the selection's registers are free. The last row
   // also checks the CSR's end against dense_kv_indices (the score kernels
   // scored nothing if it differs).
-  Value rows = g.toIndex(func.getArgument(2));
+  Value rows = g.toIndex(a.rows);
   Value endsRight = g.orI(
       g.cmpI(arith::CmpIPredicate::ne, g.add(r, g.idx(1)), rows),
       g.cmpI(arith::CmpIPredicate::eq, g.toIndex(g.load(indptr, rows)),
@@ -919,20 +929,43 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
              g.idx(0)));
   Value ok = g.andI(g.andI(fits, endsRight), g.andI(row.exact, startsAtZero));
   g.ifThen(g.andI(first, g.notI(ok)),
-           [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
+           [&](Gen &y) { recordBadIndptr(y, a.status, indptr, r); });
+}
+
+/// The top-k kernel `name` of `sig.op`, shaped by `plan`.
+void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
+                     StringRef name, const SelectPlan &plan) {
+  Location loc = sig.op->getLoc();
+  const int64_t threads = plan.threads;
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, sig.params, threads);
+  // The selection's fixed decisions, and the register bound if one is asked.
+  func->setAttr("vortex.plan", selectPlanAttr(b, plan, ctx.topkCtasPerSM));
+  if (ctx.topkCtasPerSM > 0)
+    func->setAttr("nvvm.minctasm",
+                  b.getI32IntegerAttr(static_cast<int32_t>(ctx.topkCtasPerSM)));
+  TopKShared sh = allocTopKShared(func, plan);
+  Gen g{b, loc};
+  TopKArgs a;
+  a.indptr = func.getArgument(0);
+  a.dense = func.getArgument(1);
+  a.rows = func.getArgument(2);
+  a.score = func.getArgument(3);
+  a.outCounts = func.getArgument(4);
+  a.out = func.getArgument(5);
+  a.status = func.getArgument(6);
+  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  emitTopKRow(ctx, g, sig.op, plan, sh, a, r, tid);
   gpu::ReturnOp::create(b, loc);
   // Its loops run once per 256 keys or rows: runtime unrolling would only
   // double the largest kernel's LLVM and ptxas time.
   keepLoopsRolled(func);
 
-  recordRowKernel(
-      ctx, name, threads,
-      kSortCapacity * 8 +
-          (kRadixBins + kCtlWords + 2 * plan.warps() + plan.rankSortSize()) *
-              4,
-      params,
-      {abi::kDenseIndptr.str(), abi::kDenseIndices.str(), scoreBuf},
-      {outPtr, outIdx, ctx.statusBuffer()});
+  recordRowKernel(ctx, name, threads, topKSharedBytes(plan), sig.params,
+                  {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
+                   sig.scoreBuf},
+                  {sig.outPtr, sig.outIdx, ctx.statusBuffer()});
 }
 
 } // namespace
