@@ -802,6 +802,10 @@ struct TopKArgs {
   Value indptr, dense, rows, score, outCounts, out, status;
 };
 
+/// In this order: LLVM vectorizes the histogram's accesses to 16 bytes,
+/// which holds because it follows the 32 KiB of keys (a word allocated
+/// before the keys faulted with a misaligned address;
+/// docs/measurements/fused-select-h100.md).
 TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
   OpBuilder b(func.getContext());
   auto i32 = b.getI32Type();
@@ -815,6 +819,7 @@ TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
   return sh;
 }
 
+/// The bytes allocTopKShared allocates.
 int64_t topKSharedBytes(const SelectPlan &plan) {
   return kSortCapacity * 8 +
          (kRadixBins + kCtlWords + 2 * plan.warps() + plan.rankSortSize()) * 4;
