@@ -193,10 +193,10 @@ struct RowInfo {
 RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit, std::optional<int64_t> fixedBudget = {});
 
-/// Records a per-row indexer kernel (grid: one CTA per dense CSR row).
-void recordRowKernel(FlowContext &ctx, StringRef name, int64_t threads,
-                     int64_t sharedBytes, ArrayRef<Param> params,
-                     ArrayRef<std::string> reads,
+/// Records a per-row indexer kernel (grid: one CTA per dense CSR row); its
+/// shared bytes are those of its workgroup attributions.
+void recordRowKernel(FlowContext &ctx, gpu::GPUFuncOp func, int64_t threads,
+                     ArrayRef<Param> params, ArrayRef<std::string> reads,
                      ArrayRef<std::string> writes);
 
 /// CTA-wide reduction (every thread of the CTA must call it).

@@ -37,16 +37,22 @@ RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
   return info;
 }
 
-void mlir::vortex::gpugen::recordRowKernel(
-    FlowContext &ctx, StringRef name, int64_t threads, int64_t sharedBytes,
-    ArrayRef<Param> params, ArrayRef<std::string> reads,
-    ArrayRef<std::string> writes) {
+void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
+                                           gpu::GPUFuncOp func,
+                                           int64_t threads,
+                                           ArrayRef<Param> params,
+                                           ArrayRef<std::string> reads,
+                                           ArrayRef<std::string> writes) {
   KernelRecord rec;
-  rec.name = name.str();
+  rec.name = func.getName().str();
   rec.step = Step::Indexer;
   rec.gridKind = "rows";
   rec.threads = threads;
-  rec.sharedBytes = sharedBytes;
+  for (BlockArgument buf : func.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(buf.getType());
+    rec.sharedBytes +=
+        type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
   rec.params.assign(params.begin(), params.end());
   rec.reads.assign(reads.begin(), reads.end());
   rec.writes.assign(writes.begin(), writes.end());
@@ -262,7 +268,7 @@ LogicalResult mlir::vortex::gpugen::emitSegmentKernel(FlowContext &ctx,
   }
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, threads, 0, params,
+  recordRowKernel(ctx, func, threads, params,
                   {abi::kDenseIndptr.str(), inBuf}, {outBuf});
   return success();
 }

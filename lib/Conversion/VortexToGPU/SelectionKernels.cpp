@@ -819,12 +819,6 @@ TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
   return sh;
 }
 
-/// The bytes allocTopKShared allocates.
-int64_t topKSharedBytes(const SelectPlan &plan) {
-  return kSortCapacity * 8 +
-         (kRadixBins + kCtlWords + 2 * plan.warps() + plan.rankSortSize()) * 4;
-}
-
 /// The selection's fixed decisions, for `vortex.plan`.
 DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
                               int64_t ctasPerSM) {
@@ -967,7 +961,7 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   // double the largest kernel's LLVM and ptxas time.
   keepLoopsRolled(func);
 
-  recordRowKernel(ctx, name, threads, topKSharedBytes(plan), sig.params,
+  recordRowKernel(ctx, func, threads, sig.params,
                   {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
                    sig.scoreBuf},
                   {sig.outPtr, sig.outIdx, ctx.statusBuffer()});
@@ -1140,7 +1134,7 @@ void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, kRowThreads, kRowWarps * 4, params,
+  recordRowKernel(ctx, func, kRowThreads, params,
                   {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
                    params[3].name, params[4].name, params[5].name,
                    params[6].name},
@@ -1201,7 +1195,7 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
   });
   gpu::ReturnOp::create(b, loc);
 
-  recordRowKernel(ctx, name, kRowThreads, kRowWarps * 4, params,
+  recordRowKernel(ctx, func, kRowThreads, params,
                   {abi::kDenseIndptr.str(), merged.str(), counts.str()},
                   {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
                    ctx.statusBuffer()});
