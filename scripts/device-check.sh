@@ -6,7 +6,8 @@
 # On the GPU machine (torch with CUDA, nvcc, ninja; no MLIR), over the
 # artifacts of scripts/build-device-artifacts.sh: builds the native
 # launcher, then runs every flow through its torch ops against the PyTorch
-# reference (vortex.gpu_check), the torch-op checks (vortex.gpu_torch_check:
+# reference (vortex.gpu_check), the top-k on chosen scores
+# (vortex.gpu_topk_check), the torch-op checks (vortex.gpu_torch_check:
 # opcheck, torch.compile, CUDA graphs, bad input, devices) and the host-cost
 # benchmark (bench/bench_torch_ops.py). Logs go to outdir (default $OUT or
 # ./device-logs). Exits non-zero if a check fails.
@@ -37,6 +38,12 @@ fi
 if [ -d "$ART/slotted" ]; then
   python3 "$ROOT/test/Python/Inputs/slotted_gpu_check.py" \
     "$ART/slotted/staged.manifest.json" 2>&1 | tee "$LOGS/gpu-check-slotted.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
+# The top-k alone on chosen scores (ties, heavy tails, NaN and inf,
+# overflowing and subnormal ranges), each CTA shape, exactly.
+if [ -d "$ART/bench" ]; then
+  python3 -m vortex.gpu_topk_check --artifacts "$ART/bench" 2>&1 | tee "$LOGS/gpu-topk-check.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \

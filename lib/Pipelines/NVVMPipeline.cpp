@@ -165,6 +165,7 @@ void vortex::buildVortexNVVMLowerStage(
   ConvertVortexToGPUOptions toGPU;
   toGPU.envelopeIdentity = options.envelopeIdentity;
   toGPU.topkThreads = options.topkThreads;
+  toGPU.topkValueBins = options.topkValueBins;
   pm.addPass(createConvertVortexToGPU(toGPU));
   if (options.chainLaunches) {
     VortexGPUChainLaunchesOptions chain;

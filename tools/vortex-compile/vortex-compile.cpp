@@ -122,6 +122,13 @@ static cl::opt<int64_t> topkThreads(
              "half the compile time (docs/gpu.md); 0: planned"),
     cl::init(0), cl::cat(category));
 
+static cl::opt<bool> topkValueBins(
+    "topk-value-bins",
+    cl::desc("Let the top-k try one pass of value bins before its digit "
+             "passes (default; =false: smaller top-k kernels that compile "
+             "faster, docs/gpu.md)"),
+    cl::init(true), cl::cat(category));
+
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
 
@@ -430,6 +437,7 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.format = "isa";
   options.chainLaunches = !noChainLaunches;
   options.topkThreads = topkThreads;
+  options.topkValueBins = topkValueBins;
   std::string error;
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error))) {
     fail(error);

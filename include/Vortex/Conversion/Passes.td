@@ -60,7 +60,8 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
       maximum at a time). It is emitted as three kernels of 512, 256 and
       128 threads, alternatives of one manifest `choice` (the runtime
       launches the first whose rows fit on the chip in one wave), or as
-      the one `topk-threads` names. docs/gpu.md, "Top-k".
+      the one `topk-threads` names. Before the digit passes it tries one
+      pass of value bins (`topk-value-bins`). docs/gpu.md, "Top-k".
     Values crossing kernels live in f32 scratch buffers. Each workload
     kernel is planned before it is emitted (lanes per block, narrow mode,
     hoisting, items per iteration, registers, CTA shape) and carries the
@@ -88,6 +89,11 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "threads of a top-k CTA (one CTA per row; they hold the row's "
            "first 2048 score keys in registers between them), overriding "
            "the plan (0: planned; 128, 256 or 512)">,
+    Option<"topkValueBins", "topk-value-bins", "bool", "true",
+           "let the top-k first try one pass of 256 value bins of equal "
+           "width over the row's score range, ranking the few keys of the "
+           "k-th best key's bin directly, before the digit passes (false: "
+           "digit passes only, smaller kernels that compile faster)">,
     Option<"envelopeIdentity", "envelope-identity", "bool", "true",
            "sum over the columns of max(x * a, x * b) as (x (a + b) + "
            "|x| |a - b|) / 2 in fused multiply-adds (false: as written; "

@@ -79,6 +79,12 @@ struct VortexNVVMPipelineOptions
                      "512) instead of the planned three alternatives "
                      "(convert-vortex-to-gpu; 0: planned)"),
       llvm::cl::init(0)};
+  Option<bool> topkValueBins{
+      *this, "topk-value-bins",
+      llvm::cl::desc("Let the top-k try one pass of value bins before its "
+                     "digit passes (convert-vortex-to-gpu; false: smaller "
+                     "kernels that compile faster)"),
+      llvm::cl::init(true)};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both

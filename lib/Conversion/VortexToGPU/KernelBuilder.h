@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -129,6 +130,8 @@ struct FlowContext {
   int64_t topkCtasPerSM = 0;
   /// Threads of a top-k CTA, overriding its plan (0: planned).
   int64_t topkThreads = 0;
+  /// Whether the top-k tries one pass of value bins before its digit passes.
+  bool topkValueBins = true;
   /// Envelope sums by the identity (TileReduction.cpp).
   bool envelopeIdentity = true;
   int64_t threads;
@@ -193,8 +196,12 @@ struct RowInfo {
 RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit, std::optional<int64_t> fixedBudget = {});
 
+/// The alignment of every shared buffer of the row kernels, in bytes.
+constexpr int64_t kSharedAlign = 16;
+
 /// Records a per-row indexer kernel (grid: one CTA per dense CSR row); its
-/// shared bytes are those of its workgroup attributions.
+/// shared bytes are those of its workgroup attributions, each aligned to
+/// kSharedAlign.
 void recordRowKernel(FlowContext &ctx, gpu::GPUFuncOp func, int64_t threads,
                      ArrayRef<Param> params, ArrayRef<std::string> reads,
                      ArrayRef<std::string> writes);

@@ -50,8 +50,8 @@ void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
   rec.threads = threads;
   for (BlockArgument buf : func.getWorkgroupAttributions()) {
     auto type = cast<MemRefType>(buf.getType());
-    rec.sharedBytes +=
-        type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    rec.sharedBytes = llvm::alignTo(rec.sharedBytes, kSharedAlign) +
+                      type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
   rec.params.assign(params.begin(), params.end());
   rec.reads.assign(reads.begin(), reads.end());

@@ -29,6 +29,9 @@ constexpr int64_t kRowWarps = kRowThreads / 32;
 /// takes the slow path (one CTA-wide maximum per pick).
 constexpr int64_t kSortCapacity = 4096;
 constexpr int64_t kRadixBins = 256;
+/// The value-bin pass's boundary bin is ranked directly when it holds at
+/// most this many keys (they sit at the end of the keys buffer meanwhile).
+constexpr int64_t kCandidateCapacity = 128;
 /// Score keys a top-k CTA holds in registers, all threads together: rows of
 /// up to this many scored blocks read their keys once, with every load in
 /// flight; longer rows read the rest again from global memory in every
@@ -46,6 +49,8 @@ constexpr int64_t kRankPad = kRankThreadsPerKey * kRankUnroll;
 /// `vortex.plan`: `threads` threads hold kHeldKeys / threads keys each.
 struct SelectPlan {
   int64_t threads;
+  /// Whether one pass of value bins comes before the digit passes.
+  bool valueBins;
   int64_t warps() const { return threads / 32; }
   int64_t registerKeys() const { return kHeldKeys / threads; }
   /// k up to this is sorted by rank (each key counts the larger keys) in
@@ -60,7 +65,8 @@ enum Ctl : int64_t {
   kCtlRemaining = 1,
   kCtlBinCount = 2,
   kCtlSlots = 3,
-  kCtlWords = 4
+  kCtlCandidates = 4,
+  kCtlWords = 5
 };
 
 /// The score as an i32 ordered like the score when compared unsigned. NaN
@@ -79,6 +85,9 @@ Value scoreKey(Gen &g, Value score) {
 
 Value falseValue(Gen &g) {
   return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(false));
+}
+Value trueValue(Gen &g) {
+  return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(true));
 }
 Value zext64(Gen &g, Value v) {
   return arith::ExtUIOp::create(g.b, g.loc, g.b.getI64Type(), v);
@@ -425,9 +434,15 @@ struct Threshold {
   Value low, prefix, remaining, done;
 };
 
-/// Finds the k-th best key of the row, one 8-bit digit per pass, starting
-/// below the bits the row's maximum and minimum keys share.
-Threshold radixThreshold(Gen &g, const KeySource &src) {
+/// The row's largest and smallest score keys, in every thread.
+struct KeyBounds {
+  Value maxKey, minKey;
+};
+
+/// The row's key bounds (a CTA reduction); also zeroes the histogram for
+/// the first pass over it (the reduction's barriers order this before its
+/// atomics; findDigit zeroes it after every pass).
+KeyBounds rowKeyBounds(Gen &g, const KeySource &src) {
   const SelectRow &R = src.R;
   // The row's largest and smallest keys. Registers past the row hold a
   // copy of its last key: harmless here.
@@ -446,8 +461,6 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
               });
   maxLocal = bounds.getResult(0);
   minLocal = bounds.getResult(1);
-  // The first pass's histogram starts at 0 (the reduction's barriers order
-  // this before its atomics); findDigit zeroes it for the next pass.
   strided(g, g.idx(0), g.idx(kRadixBins), R.tid, R.threads(), {},
           [&](Gen &x, Value i, ValueRange) -> SmallVector<Value> {
             x.store(x.i32(0), R.hist, i);
@@ -457,7 +470,14 @@ Threshold radixThreshold(Gen &g, const KeySource &src) {
       g, R.tid, {maxLocal, minLocal},
       {gpu::AllReduceOperation::MAXUI, gpu::AllReduceOperation::MINUI},
       R.warpSums, R.plan.warps());
-  Value maxKey = bound[0], minKey = bound[1];
+  return {bound[0], bound[1]};
+}
+
+/// Finds the k-th best key of the row, one 8-bit digit per pass, starting
+/// below the bits the row's maximum and minimum keys share.
+Threshold radixThreshold(Gen &g, const KeySource &src, KeyBounds bounds) {
+  const SelectRow &R = src.R;
+  Value maxKey = bounds.maxKey, minKey = bounds.minKey;
   Value low0 = zext64(
       g, bitLength(g, arith::XOrIOp::create(g.b, g.loc, maxKey, minKey)));
   Value prefix0 = shl(g, shr(g, zext64(g, maxKey), low0), low0);
@@ -515,13 +535,19 @@ Value sortsByRank(Gen &g, const SelectRow &R) {
                 g.idx(R.plan.rankSortSize()));
 }
 
-/// Appends the sort key of (key, i) to the gathered keys (an atomic slot),
-/// and for the rank sort its block id.
+/// Appends a sort key to the gathered keys (an atomic slot), and for the
+/// rank sort its block id.
+void pushSortKey(Gen &g, const SelectRow &R, Value sortKey,
+                 function_ref<Value(Gen &)> idOf) {
+  Value slot = g.toIndex(atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1)));
+  g.store(sortKey, R.keys, slot);
+  g.ifThen(sortsByRank(g, R), [&](Gen &x) { x.store(idOf(x), R.ids, slot); });
+}
+
+/// Appends the sort key of (key, i).
 void pushKey(Gen &g, const SelectRow &R, Value key, Value i,
              function_ref<Value(Gen &)> idOf) {
-  Value slot = g.toIndex(atomicAdd(g, R.ctl, g.idx(kCtlSlots), g.i32(1)));
-  g.store(sortKeyOf(g, key, i), R.keys, slot);
-  g.ifThen(sortsByRank(g, R), [&](Gen &x) { x.store(idOf(x), R.ids, slot); });
+  pushSortKey(g, R, sortKeyOf(g, key, i), idOf);
 }
 
 /// Gathers the row's k best keys (unordered) into keys[0, k).
@@ -561,6 +587,139 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
         });
   });
   gpu::BarrierOp::create(g.b, g.loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Value bins: one histogram pass that usually leaves few keys to rank
+//===----------------------------------------------------------------------===//
+
+/// The score of a score key (scoreKey's inverse; a NaN score comes back as
+/// -inf).
+Value keyScore(Gen &g, Value key) {
+  Value nonNegative = g.cmpI(arith::CmpIPredicate::slt, key, g.i32(0));
+  Value bits = g.select(
+      nonNegative,
+      arith::AndIOp::create(g.b, g.loc, key, g.i32(0x7fffffff)),
+      arith::XOrIOp::create(g.b, g.loc, key, g.i32(-1)));
+  return arith::BitcastOp::create(g.b, g.loc, g.b.getF32Type(), bits);
+}
+
+/// Bins of equal width over the row's score range: a key's bin is
+/// min(255, (score - lo) * scale). Rounded subtraction and multiplication
+/// by a positive scale are monotone, so a larger key never falls in a lower
+/// bin, and both passes compute the same bin for a key. The digit passes
+/// split a row of nearly normal scores mostly by exponent (the first pass
+/// puts most keys in a few bins); equal widths leave a handful of keys in
+/// the bin of the k-th best (docs/gpu.md, "Top-k").
+struct ValueBins {
+  Value lo, scale;
+  /// Uniform over the CTA: finite bounds, a positive finite range and a
+  /// finite scale (so no bin is NaN), and k small enough that the gathered
+  /// keys and their sort padding stay below the candidates.
+  Value usable;
+
+  static ValueBins get(Gen &g, const SelectRow &R, KeyBounds bounds) {
+    ValueBins vb;
+    vb.lo = keyScore(g, bounds.minKey);
+    Value range = g.subF(keyScore(g, bounds.maxKey), vb.lo);
+    vb.scale = g.divF(g.f32(kRadixBins), range);
+    Value inf = g.f32(std::numeric_limits<double>::infinity());
+    vb.usable = g.andI(
+        g.andI(g.cmpF(arith::CmpFPredicate::OGT, range, g.f32(0)),
+               g.cmpF(arith::CmpFPredicate::OLT, range, inf)),
+        g.andI(g.cmpF(arith::CmpFPredicate::OLT, vb.scale, inf),
+               g.cmpI(arith::CmpIPredicate::sle, R.k,
+                      g.idx(kSortCapacity / 2))));
+    return vb;
+  }
+
+  Value binOf(Gen &g, Value key) const {
+    Value scaled = g.mulF(g.subF(keyScore(g, key), lo), scale);
+    Value bin = arith::FPToUIOp::create(g.b, g.loc, g.b.getI32Type(), scaled);
+    return arith::MinUIOp::create(g.b, g.loc, bin, g.i32(kRadixBins - 1));
+  }
+};
+
+/// Gathers the row's k best keys (unordered) into keys[0, k) by one pass of
+/// value bins: the keys above the bin of the k-th best key, and of that bin
+/// (when it holds at most kCandidateCapacity keys) the best by rank, ties to
+/// the lower position. Returns whether it did (uniform over the CTA); if
+/// not, it gathered nothing and the histogram is zero again. Its own gather
+/// (keys above the bin kept, the bin's keys set aside, in one pass) keeps
+/// the row at two passes over its keys: a threshold handed to
+/// gatherSelected (one gather for both paths) took a third and gave back
+/// what the bins save (docs/measurements/topk-value-bins-h100.md).
+Value gatherByValueBins(Gen &g, const KeySource &src, const ValueBins &vb) {
+  const SelectRow &R = src.R;
+  src.forEach(g, [&](Gen &x, Value key, Value, Value) {
+    Value bin = arith::IndexCastUIOp::create(x.b, x.loc, x.b.getIndexType(),
+                                             vb.binOf(x, key));
+    atomicAdd(x, R.hist, bin, x.i32(1));
+  });
+  gpu::BarrierOp::create(g.b, g.loc);
+  g.ifThen(g.lt(R.tid, g.idx(32)),
+           [&](Gen &x) { findDigit(x, R, x.toI32(R.k)); });
+  gpu::BarrierOp::create(g.b, g.loc);
+  Value digit = g.load(R.ctl, g.idx(kCtlDigit));
+  Value left = g.load(R.ctl, g.idx(kCtlRemaining));
+  Value count = g.load(R.ctl, g.idx(kCtlBinCount));
+  Value fits = g.cmpI(arith::CmpIPredicate::sle, count,
+                      g.i32(kCandidateCapacity));
+  return g.ifElse(
+      fits, g.b.getI1Type(),
+      [&](Gen &x) -> SmallVector<Value> {
+        // The whole boundary bin is kept when it holds exactly the keys
+        // still needed; else its keys wait at the end of the keys buffer.
+        Value whole = x.cmpI(arith::CmpIPredicate::eq, count, left);
+        Value base = x.idx(kSortCapacity - kCandidateCapacity);
+        src.forEach(x, [&](Gen &y, Value key, Value i, Value id) {
+          Value bin = vb.binOf(y, key);
+          Value at = y.cmpI(arith::CmpIPredicate::eq, bin, digit);
+          Value keep = y.orI(y.cmpI(arith::CmpIPredicate::ugt, bin, digit),
+                             y.andI(at, whole));
+          y.ifThen(keep, [&](Gen &z) {
+            pushKey(z, R, key, i, [&](Gen &u) { return src.idOr(u, id, i); });
+          });
+          // The bin holds `count` keys; the bound on the slot only keeps a
+          // miscounted bin inside the buffer.
+          y.ifThen(y.andI(at, y.notI(whole)), [&](Gen &z) {
+            Value slot = z.toIndex(
+                atomicAdd(z, R.ctl, z.idx(kCtlCandidates), z.i32(1)));
+            z.ifThen(z.lt(slot, z.idx(kCandidateCapacity)), [&](Gen &u) {
+              u.store(sortKeyOf(u, key, i), R.keys, u.add(base, slot));
+            });
+          });
+        });
+        gpu::BarrierOp::create(x.b, x.loc);
+        // Candidate t's rank is the number of larger candidates (sort keys
+        // are distinct); the `left` best join the gathered keys.
+        Value n = x.toIndex(count);
+        x.ifThen(x.andI(x.notI(whole), x.lt(R.tid, n)), [&](Gen &y) {
+          Value mine = y.load(R.keys, y.add(base, R.tid));
+          Value larger =
+              y.forLoop(y.idx(0), n, {y.i32(0)},
+                        [&](Gen &z, Value j, ValueRange acc)
+                            -> SmallVector<Value> {
+                          Value other = z.load(R.keys, z.add(base, j));
+                          Value more = z.cmpI(arith::CmpIPredicate::ugt,
+                                              other, mine);
+                          return {z.add(acc[0],
+                                        arith::ExtUIOp::create(
+                                            z.b, z.loc, z.b.getI32Type(),
+                                            more))};
+                        })
+                  .getResult(0);
+          y.ifThen(y.cmpI(arith::CmpIPredicate::slt, larger, left),
+                   [&](Gen &z) {
+                     pushSortKey(z, R, mine, [&](Gen &u) {
+                       return KeySource::loadId(u, R, positionOfKey(u, mine));
+                     });
+                   });
+        });
+        gpu::BarrierOp::create(x.b, x.loc);
+        return {trueValue(x)};
+      },
+      [&](Gen &x) -> SmallVector<Value> { return {falseValue(x)}; })[0];
 }
 
 /// Writes block `j` of the sorted selection: out[at + j] = dense[lo + pos].
@@ -693,6 +852,7 @@ void emitSelection(Gen &g, const SelectRow &R) {
         x.ifThen(x.cmpI(arith::CmpIPredicate::eq, R.tid, x.idx(0)),
                  [&](Gen &y) {
                    y.store(y.i32(0), R.ctl, y.idx(kCtlSlots));
+                   y.store(y.i32(0), R.ctl, y.idx(kCtlCandidates));
                  });
         // The rank sort's padding, beyond the k slots the gather fills.
         x.ifThen(sortsByRank(x, R), [&](Gen &y) {
@@ -703,7 +863,23 @@ void emitSelection(Gen &g, const SelectRow &R) {
         });
         gpu::BarrierOp::create(x.b, x.loc);
         KeySource src = KeySource::get(x, R);
-        gatherSelected(x, src, radixThreshold(x, src));
+        KeyBounds bounds = rowKeyBounds(x, src);
+        if (!R.plan.valueBins) {
+          gatherSelected(x, src, radixThreshold(x, src, bounds));
+          sortAndWrite(x, R);
+          return {};
+        }
+        ValueBins vb = ValueBins::get(x, R, bounds);
+        Value gathered = x.ifElse(
+            vb.usable, x.b.getI1Type(),
+            [&](Gen &y) -> SmallVector<Value> {
+              return {gatherByValueBins(y, src, vb)};
+            },
+            [&](Gen &y) -> SmallVector<Value> { return {falseValue(y)}; })[0];
+        // Otherwise the digit passes, which handle every row.
+        x.ifThen(x.notI(gathered), [&](Gen &y) {
+          gatherSelected(y, src, radixThreshold(y, src, bounds));
+        });
         sortAndWrite(x, R);
         return {};
       },
@@ -761,18 +937,28 @@ Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
 /// (docs/manifest.md, `choice`; docs/benchmarks.md, "Round 8").
 SmallVector<SelectPlan> planSelections(const FlowContext &ctx) {
   if (ctx.topkThreads)
-    return {SelectPlan{ctx.topkThreads}};
+    return {SelectPlan{ctx.topkThreads, ctx.topkValueBins}};
   return llvm::map_to_vector(kTopKThreads,
-                             [](int64_t t) { return SelectPlan{t}; });
+                             [&](int64_t t) {
+                               return SelectPlan{t, ctx.topkValueBins};
+                             });
 }
 
-/// Memrefs in shared memory.
+/// Memrefs in shared memory, each aligned to 16 bytes: LLVM's load-store
+/// vectorizer merges adjacent word accesses (a histogram's bins, the ctl
+/// words) into 16-byte ones, which fault unless the buffer is aligned, and
+/// ptxas aligns a buffer only as declared.
 Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
   MLIRContext *ctx = func.getContext();
   auto type = MemRefType::get(
       {size}, elementType, AffineMap(),
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  return func.addWorkgroupAttribution(type, func.getLoc());
+  Value buffer = func.addWorkgroupAttribution(type, func.getLoc());
+  func.setWorkgroupAttributionAttr(
+      func.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(ctx, 64), kSharedAlign));
+  return buffer;
 }
 
 } // namespace
@@ -802,10 +988,6 @@ struct TopKArgs {
   Value indptr, dense, rows, score, outCounts, out, status;
 };
 
-/// In this order: LLVM vectorizes the histogram's accesses to 16 bytes,
-/// which holds because it follows the 32 KiB of keys (a word allocated
-/// before the keys faulted with a misaligned address;
-/// docs/measurements/fused-select-h100.md).
 TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
   OpBuilder b(func.getContext());
   auto i32 = b.getI32Type();
@@ -831,6 +1013,9 @@ DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
        b.getNamedAttr("rank_sort_max",
                       b.getI64IntegerAttr(plan.rankSortSize())),
        b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
+       b.getNamedAttr("value_bin_candidates",
+                      b.getI64IntegerAttr(plan.valueBins ? kCandidateCapacity
+                                                         : 0)),
        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(ctasPerSM))});
 }
 

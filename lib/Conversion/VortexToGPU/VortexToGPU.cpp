@@ -120,7 +120,7 @@ struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
   int64_t topkCtasPerSM, topkThreads;
-  bool envelopeIdentity;
+  bool topkValueBins, envelopeIdentity;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -146,6 +146,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.hoistPerRow = options.hoist;
   ctx.topkCtasPerSM = options.topkCtasPerSM;
   ctx.topkThreads = options.topkThreads;
+  ctx.topkValueBins = options.topkValueBins;
   ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
@@ -236,7 +237,7 @@ struct ConvertVortexToGPUPass
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
-                          envelopeIdentity};
+                          topkValueBins, envelopeIdentity};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

@@ -118,7 +118,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // memory at the gather (loaded with the keys), so the write needs no
 // global load.
 // CHECK-LABEL: gpu.func @scans_indexer_topk(
-// CHECK-SAME: workgroup(%{{.+}} : memref<4096xi64, #gpu.address_space<workgroup>>, %[[HIST:.+]] : memref<256xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<4xi32, #gpu.address_space<workgroup>>, %{{.+}} : memref<32xi32, #gpu.address_space<workgroup>>, %[[IDS:.+]] : memref<512xi32, #gpu.address_space<workgroup>>)
+// Every shared buffer is aligned to 16 bytes (LLVM merges word accesses
+// into 16-byte ones).
+// CHECK-SAME: workgroup(%[[KEYS:[^ ]+]] : memref<4096xi64, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[HIST:[^ ]+]] : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[CTL:[^ ]+]] : memref<5xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{[^ ]+}} : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[IDS:[^ ]+]] : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK-NOT: gpu.all_reduce
 // CHECK: memref.store %{{.+}}, %[[HIST]][
@@ -126,6 +128,29 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: arith.maxui
 // CHECK: arith.minui
 // CHECK: gpu.barrier
+// First one pass of value bins: 256 bins of equal width over the row's
+// score range (a key's bin from its score), the bin of the k-th best key
+// found as a digit is, its keys (at most 128) ranked by counting the larger
+// ones at the end of the keys buffer.
+// CHECK: arith.divf
+// CHECK: arith.cmpf ogt
+// CHECK: scf.if
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.fptoui
+// CHECK: arith.minui
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[HIST]]
+// CHECK: gpu.barrier
+// CHECK: gpu.shuffle up
+// CHECK: gpu.barrier
+// CHECK: arith.cmpi sle, %{{.+}}, %c128_i32
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[CTL]][%c4
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: arith.cmpi ugt, %{{.+}}, %{{.+}} : i64
+// CHECK: gpu.barrier
+// Else (a bin of more than 128 keys, infinite or NaN scores, a constant
+// row) the digit passes:
 // CHECK: scf.while
 // CHECK: } do {
 // CHECK-NOT: gpu.barrier

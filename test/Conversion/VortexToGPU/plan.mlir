@@ -8,6 +8,8 @@
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-ctas-per-sm=9" 2>&1 | FileCheck %s --check-prefix=BADTOPK
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-threads=128" | FileCheck %s --check-prefix=T128
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-threads=64" 2>&1 | FileCheck %s --check-prefix=BADT
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-value-bins=false" | FileCheck %s --check-prefix=NOBINS
+// RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-value-bins=2" 2>&1 | FileCheck %s --check-prefix=BADBINS
 
 // Every workload kernel's decisions are planned before any IR is built and
 // recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
@@ -54,15 +56,17 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // threads holding 2048 keys between them); no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64, value_bin_candidates = 128 : i64}
+// CHECK: arith.fptoui
+// CHECK: scf.while
 // CHECK: scf.for
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t256(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64, value_bin_candidates = 128 : i64}
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t128(
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64, value_bin_candidates = 128 : i64}
 // topk-threads=128: that shape alone, one launch without a choice.
 // T128-LABEL: module attributes
 // T128-NOT: choice
@@ -70,8 +74,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // T128-NOT: indexer_topk_t
 // T128-LABEL: gpu.func @centroids_indexer_topk(
 // T128-SAME: known_block_size = array<i32: 128, 1, 1>
-// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64}
+// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64, value_bin_candidates = 128 : i64}
 // BADT: error: convert-vortex-to-gpu: topk-threads = 64 must be 0 (planned), 128, 256 or 512
+// topk-value-bins=false: the digit passes alone, no value-bin pass (no
+// score arithmetic between the key bounds and the first digit pass).
+// NOBINS-LABEL: gpu.func @centroids_indexer_topk(
+// NOBINS-SAME: value_bin_candidates = 0 : i64
+// NOBINS: arith.minui
+// NOBINS-NOT: arith.fptoui
+// NOBINS: scf.while
+// NOBINS-LABEL: gpu.func @centroids_indexer_topk_t256(
+// NOBINS-SAME: value_bin_candidates = 0 : i64
+// NOBINS-NOT: arith.fptoui
+// NOBINS-LABEL: gpu.func @centroids_indexer_topk_t128(
+// BADBINS: '2' is invalid value for boolean argument
 // topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 256 threads per SM.
 // TOPK-LABEL: gpu.func @centroids_indexer_topk(
 // TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64

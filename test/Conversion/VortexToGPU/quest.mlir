@@ -23,7 +23,7 @@
 // CHECK-SAME: {block = [512, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
 // CHECK-SAME: {block = [256, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t256"
-// CHECK-SAME: shared_bytes = 34896
+// CHECK-SAME: shared_bytes = 34912
 // CHECK-SAME: {block = [128, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t128"
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}

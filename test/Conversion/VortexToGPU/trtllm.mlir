@@ -59,7 +59,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 // Union rows: ranks by a CTA-wide scan of the kept flags (warp sums in
 // shared memory), the row's last block pinned after the kept ones.
 // CHECK-LABEL: gpu.func @f_indexer_union{{[0-9]+}}_rows
-// CHECK-SAME: workgroup(%{{.+}} : memref<8xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<8xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.shuffle up
 // CHECK: gpu.barrier
 // CHECK: gpu.return
@@ -67,7 +67,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 // Union pack: the row's offset is the sum of the earlier rows' counts (a
 // CTA reduction through shared memory).
 // CHECK-LABEL: gpu.func @f_indexer_union{{[0-9]+}}_pack
-// CHECK-SAME: workgroup(%{{.+}} : memref<8xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.+}} : memref<8xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.shuffle xor
 // CHECK: gpu.barrier
 // CHECK: gpu.return
