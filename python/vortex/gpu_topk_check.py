@@ -26,12 +26,13 @@ import numpy as np
 
 from . import reference as ref
 from .manifest import Manifest
-from .runtime import load as load_gpu, pack_params, plan_param_values
+from .runtime import load as load_gpu
 
 POISON = -7
 
 
-def patterns(rng: np.random.Generator) -> Dict[str, Callable[[int], np.ndarray]]:
+def patterns(rng: np.random.Generator
+             ) -> Dict[str, Callable[[int], np.ndarray]]:
     """Score generators by name: n -> float32 scores (no -0.0, whose order
     against +0.0 the reference does not define)."""
     def normal(n):
@@ -96,10 +97,10 @@ def compare_rows(got_sp: np.ndarray, got_si: np.ndarray,
     bad = []
     for r in range(len(lengths)):
         a, b = int(want_sp[r]), int(want_sp[r + 1])
-        if np.asarray(got_si[a:b]).tolist() != np.asarray(want_si[a:b]).tolist():
+        got, want = np.asarray(got_si[a:b]), np.asarray(want_si[a:b])
+        if got.tolist() != want.tolist():
             bad.append(f"row {r} (n={lengths[r]}): got "
-                       f"{np.asarray(got_si[a:b])[:8].tolist()}..., want "
-                       f"{np.asarray(want_si[a:b])[:8].tolist()}...")
+                       f"{got[:8].tolist()}..., want {want[:8].tolist()}...")
     return bad
 
 
@@ -143,13 +144,8 @@ def check_flow(path: str, args, torch) -> List[str]:
             buf = torch.zeros(max(scratch_bytes[0], 4) // 4,
                               dtype=torch.float32, device=dev)
             buf[:total] = torch.from_numpy(score).to(dev)
-            stepargs = [t.get(n) for n in m.steps["indexer"].args]
-            func, grid, block, smem, params, _ = launches[0]
-            arr, keep = pack_params(plan_param_values(params, stepargs, [buf]))
-            flow._launch(func, grid, block, smem,
-                         torch.cuda.current_stream(dev).cuda_stream, arr)
+            flow.run_step("indexer", t, kernels=[spec.kernel], scratch=[buf])
             torch.cuda.synchronize(dev)
-            del keep
             flow.check(args.device)
             bad = compare_rows(t["sparse_kv_indptr"].cpu().numpy(),
                                t["sparse_kv_indices"].cpu().numpy(),

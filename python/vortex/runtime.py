@@ -586,19 +586,35 @@ class CompiledFlowGPU:
         return scratch_bytes, launches
 
     def run_step(self, step: str, tensors: Mapping[str, Any],
-                 kernels=None, stream=None) -> None:
+                 kernels=None, stream=None, scratch=None) -> None:
         """Validate and launch a step (or the subset `kernels`) through
-        ctypes, on `stream` or the current stream of the tensors' device."""
+        ctypes, on `stream` or the current stream of the tensors' device.
+        `scratch`, if given, holds the plan's scratch buffers (in the order
+        of the kernels' use, each on the device and at least its planned
+        size) instead of fresh ones: a check can write a scratch buffer,
+        such as the scores, and launch only the kernels that read it."""
         torch = self._torch
         args = [tensors.get(n) for n in self.manifest.steps[step].args]
         scratch_bytes, launches = self.plan(step, tensors, kernels)
         dev = self._device_of(step, tensors)
+        if scratch is not None:
+            if len(scratch) != len(scratch_bytes):
+                raise ValueError(f"scratch: {len(scratch)} buffer(s), the "
+                                 f"plan has {len(scratch_bytes)}")
+            for j, (t, b) in enumerate(zip(scratch, scratch_bytes)):
+                if t.device != torch.device("cuda", dev) or \
+                        t.numel() * t.element_size() < b:
+                    raise ValueError(f"scratch[{j}]: needs {b} bytes on "
+                                     f"cuda:{dev}, got "
+                                     f"{t.numel() * t.element_size()} on "
+                                     f"{t.device}")
         with torch.cuda.device(dev):
             handle = (torch.cuda.current_stream(dev).cuda_stream
                       if stream is None else int(stream))
-            scratch = [torch.empty(max(b, 1), dtype=torch.uint8,
-                                   device=f"cuda:{dev}")
-                       for b in scratch_bytes]
+            if scratch is None:
+                scratch = [torch.empty(max(b, 1), dtype=torch.uint8,
+                                       device=f"cuda:{dev}")
+                           for b in scratch_bytes]
             for func, grid, block, smem, params, pdl in launches:
                 arr, keep = pack_params(plan_param_values(params, args,
                                                           scratch))

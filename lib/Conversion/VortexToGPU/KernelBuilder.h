@@ -196,12 +196,9 @@ struct RowInfo {
 RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit, std::optional<int64_t> fixedBudget = {});
 
-/// The alignment of every shared buffer of the row kernels, in bytes.
-constexpr int64_t kSharedAlign = 16;
-
 /// Records a per-row indexer kernel (grid: one CTA per dense CSR row); its
-/// shared bytes are those of its workgroup attributions, each aligned to
-/// kSharedAlign.
+/// shared bytes are those of its workgroup attributions, each at its
+/// declared alignment (`llvm.align`).
 void recordRowKernel(FlowContext &ctx, gpu::GPUFuncOp func, int64_t threads,
                      ArrayRef<Param> params, ArrayRef<std::string> reads,
                      ArrayRef<std::string> writes);

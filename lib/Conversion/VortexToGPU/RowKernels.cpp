@@ -48,10 +48,14 @@ void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
   rec.step = Step::Indexer;
   rec.gridKind = "rows";
   rec.threads = threads;
-  for (BlockArgument buf : func.getWorkgroupAttributions()) {
+  for (auto [i, buf] : llvm::enumerate(func.getWorkgroupAttributions())) {
     auto type = cast<MemRefType>(buf.getType());
-    rec.sharedBytes = llvm::alignTo(rec.sharedBytes, kSharedAlign) +
-                      type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    auto align =
+        dyn_cast_or_null<IntegerAttr>(func.getWorkgroupAttributionAttr(
+            i, LLVM::LLVMDialect::getAlignAttrName()));
+    rec.sharedBytes =
+        llvm::alignTo(rec.sharedBytes, align ? align.getInt() : 1) +
+        type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
   rec.params.assign(params.begin(), params.end());
   rec.reads.assign(reads.begin(), reads.end());

@@ -29,6 +29,8 @@ constexpr int64_t kRowWarps = kRowThreads / 32;
 /// takes the slow path (one CTA-wide maximum per pick).
 constexpr int64_t kSortCapacity = 4096;
 constexpr int64_t kRadixBins = 256;
+/// The alignment of every shared buffer, in bytes (sharedBuffer).
+constexpr int64_t kSharedAlign = 16;
 /// The value-bin pass's boundary bin is ranked directly when it holds at
 /// most this many keys (they sit at the end of the keys buffer meanwhile).
 constexpr int64_t kCandidateCapacity = 128;
@@ -864,18 +866,18 @@ void emitSelection(Gen &g, const SelectRow &R) {
         gpu::BarrierOp::create(x.b, x.loc);
         KeySource src = KeySource::get(x, R);
         KeyBounds bounds = rowKeyBounds(x, src);
-        if (!R.plan.valueBins) {
-          gatherSelected(x, src, radixThreshold(x, src, bounds));
-          sortAndWrite(x, R);
-          return {};
+        Value gathered = falseValue(x);
+        if (R.plan.valueBins) {
+          ValueBins vb = ValueBins::get(x, R, bounds);
+          gathered = x.ifElse(
+              vb.usable, x.b.getI1Type(),
+              [&](Gen &y) -> SmallVector<Value> {
+                return {gatherByValueBins(y, src, vb)};
+              },
+              [&](Gen &y) -> SmallVector<Value> {
+                return {falseValue(y)};
+              })[0];
         }
-        ValueBins vb = ValueBins::get(x, R, bounds);
-        Value gathered = x.ifElse(
-            vb.usable, x.b.getI1Type(),
-            [&](Gen &y) -> SmallVector<Value> {
-              return {gatherByValueBins(y, src, vb)};
-            },
-            [&](Gen &y) -> SmallVector<Value> { return {falseValue(y)}; })[0];
         // Otherwise the digit passes, which handle every row.
         x.ifThen(x.notI(gathered), [&](Gen &y) {
           gatherSelected(y, src, radixThreshold(y, src, bounds));
