@@ -2,7 +2,7 @@
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
-        [--options "" "topk-threads=256" ...]
+        [--options "" "topk-threads=256" ...] [--cache none cold warm edit]
         [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
@@ -12,11 +12,20 @@ Each compiler runs with each `--options` string (vortex-compile options
 without their leading "--", space-separated; default: none); with
 several compilers or options their runs alternate, so that they see the same
 machine: a shared machine's speed drifts by tens of percent within an hour.
+
+`--cache` runs each variant in kernel-cache modes (vortex-compile
+--kernel-cache; docs/gpu.md, "Kernel cache"): `none` without the cache,
+`cold` with an empty one, `warm` with one that holds the flow already, and
+`edit` with one that holds the flow and a compile of the flow edited on its
+score side (its query heads per KV head changed by --vortex-set-config,
+flow name kept: the score kernel changes, the top-k and cache kernels do
+not). Preparing a cache is not timed.
 """
 
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,6 +67,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--chip", default="sm_90")
     ap.add_argument("--md", default=None, help="markdown output path")
+    ap.add_argument("--cache", nargs="+", default=["none"],
+                    choices=["none", "cold", "warm", "edit"],
+                    help="kernel-cache modes (default: none)")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
@@ -72,31 +84,57 @@ def main() -> int:
     lines = [f"machine: {cpu_model()}, {os.cpu_count()} cores; "
              f"{args.runs} runs per row, wall seconds min / median / max",
              "",
-             "| compiler | options | flow | to cubin | PTX only (--no-cubin) |",
-             "|---|---|---|---|---|"]
-    variants = [(tool, opts) for tool in args.compile for opts in args.options]
+             "| compiler | options | kernel cache | flow | to cubin | "
+             "PTX only (--no-cubin) |",
+             "|---|---|---|---|---|---|"]
+    variants = [(tool, opts, mode) for tool in args.compile
+                for opts in args.options for mode in args.cache]
     with tempfile.TemporaryDirectory() as out:
         for flow in args.flows:
             src = os.path.join(ROOT, "examples", flow + ".mlir")
+            edited = os.path.join(out, flow + ".edited.mlir")
+            if "edit" in args.cache:
+                opt = os.path.join(os.path.dirname(args.compile[0]),
+                                   "vortex-opt")
+                with open(edited, "w") as f:
+                    subprocess.run([opt, src, "--vortex-set-config="
+                                    "group-size=5"], check=True, stdout=f)
             times = {}
-            def command(tool, opts):
-                return [tool, src, "-o", out, f"--target={args.chip}",
-                        *("--" + o for o in opts.split())]
-            for tool, opts in variants:
-                time_once(command(tool, opts))
+
+            def command(tool, opts, extra, cache):
+                return [tool, src if cache != "edit" else edited, "-o", out,
+                        f"--target={args.chip}",
+                        *("--" + o for o in opts.split()),
+                        *([extra] if extra else []),
+                        *([f"--kernel-cache={cache_dir}"]
+                          if cache != "none" else [])]
+
+            def prepare(tool, opts, extra, mode):
+                """An untimed cache for `mode` at cache_dir."""
+                shutil.rmtree(cache_dir, ignore_errors=True)
+                if mode in ("warm", "edit"):
+                    cmd = command(tool, opts, extra, "warm")
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+
+            cache_dir = os.path.join(out, "kernel-cache")
+            for tool, opts, mode in variants:
+                prepare(tool, opts, "", mode)
+                time_once(command(tool, opts, "", mode))
             for _ in range(args.runs):
-                for tool, opts in variants:
+                for tool, opts, mode in variants:
                     for extra in ("", "--no-cubin"):
-                        times.setdefault((tool, opts, extra), []).append(
-                            time_once(command(tool, opts) +
-                                      ([extra] if extra else [])))
-            for tool, opts in variants:
+                        prepare(tool, opts, extra, mode)
+                        times.setdefault((tool, opts, mode, extra),
+                                         []).append(time_once(
+                                             command(tool, opts, extra, mode)))
+            for tool, opts, mode in variants:
                 cells = []
                 for extra in ("", "--no-cubin"):
-                    t = sorted(times[(tool, opts, extra)])
+                    t = sorted(times[(tool, opts, mode, extra)])
                     cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} "
                                  f"/ {t[-1]:.2f}")
-                lines.append(f"| {tool} | {opts or '-'} | {flow} | "
+                lines.append(f"| {tool} | {opts or '-'} | {mode} | {flow} | "
                              f"{cells[0]} | {cells[1]} |")
                 print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"

@@ -36,6 +36,10 @@ config.substitutions.append(("%python", config.python_executable or "python3"))
 llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "CUDA_ROOT"])
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# vortex.compile keeps GPU kernels in a kernel cache (docs/gpu.md): the
+# suite's own, not the user's.
+config.environment["VORTEX_KERNEL_CACHE_DIR"] = os.path.join(
+    config.vortex_obj_root, "test", "kernel-cache")
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.vortex_tools_dir, append_path=True)

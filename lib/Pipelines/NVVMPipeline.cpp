@@ -213,6 +213,7 @@ void vortex::buildVortexNVVMBinaryStage(
   // Debian's MLIR has no compiled-in toolkit path: without one, math ops stay
   // unresolved libdevice calls (.extern .func __nv_expf) in the PTX.
   binary.toolkitPath = findCUDAToolkit(options.cudaPath);
+  binary.cacheDir = options.kernelCache;
   pm.addPass(createVortexGPUSerializeKernels(binary));
 }
 

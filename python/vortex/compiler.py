@@ -23,7 +23,8 @@ import subprocess
 import tempfile
 from typing import Optional, Sequence
 
-__all__ = ["VortexCompileError", "cache_dir", "compile", "find_tool"]
+__all__ = ["VortexCompileError", "cache_dir", "compile", "find_tool",
+           "kernel_cache_dir"]
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -88,6 +89,15 @@ def cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "vortex", "flows")
 
 
+def kernel_cache_dir() -> str:
+    """Where each GPU kernel's PTX and cubin are kept, so a flow edited on
+    one side recompiles only the kernels that changed (vortex-compile
+    --kernel-cache; docs/gpu.md, "Kernel cache"): $VORTEX_KERNEL_CACHE_DIR,
+    else ~/.cache/vortex/kernels."""
+    return os.environ.get("VORTEX_KERNEL_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "vortex", "kernels")
+
+
 def _tool_identity(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
@@ -118,12 +128,17 @@ def compile(source: str, target: str = "cpu", out_dir: Optional[str] = None,
     `flow` picks one flow of a module that holds several. `options` go to
     vortex-compile as they are. Without `out_dir` the result lands in the
     compile cache (`cache_dir()`), keyed by a content hash; a hit costs a
-    hash and a directory lookup. Raises VortexCompileError with the tool's
-    diagnostics."""
+    hash and a directory lookup. For a GPU target the kernels also go
+    through the kernel cache (`kernel_cache_dir()`) unless `use_cache` is
+    false or `options` name a --kernel-cache. Raises VortexCompileError
+    with the tool's diagnostics."""
     text = _read_source(source)
     tool = find_tool("vortex-compile")
     args = [f"--target={target}"] + ([f"--flow={flow}"] if flow else []) + \
         list(options)
+    if use_cache and target != "cpu" and not any(
+            o.startswith(("--kernel-cache", "-kernel-cache")) for o in options):
+        args.append(f"--kernel-cache={kernel_cache_dir()}")
     key = hashlib.sha256("\0".join(
         [text, *args, _tool_identity(tool)]).encode()).hexdigest()[:24]
     if out_dir is None:

@@ -253,7 +253,10 @@ class Manifest:
             self.flow: str = str(data["flow"])
             self.backend: str = str(data["backend"])
             self.target: str = str(data.get("target", ""))
-            self.artifacts: Dict[str, str] = dict(data.get("artifacts", {}))
+            raw_artifacts = dict(data.get("artifacts", {}))
+            raw_cubins = raw_artifacts.pop("cubins", None)
+            self.artifacts: Dict[str, str] = {
+                k: str(v) for k, v in raw_artifacts.items()}
             self.source_hash: str = str(data.get("source_hash", ""))
             self.config: Dict[str, Any] = dict(data["config"])
             raw_symbols = dict(data["symbols"])
@@ -303,6 +306,30 @@ class Manifest:
                 raise _fail(where, f"no {step!r} step")
             self.steps[step] = self._parse_step(f"{where}: step {step!r}",
                                                 step, raw_steps[step])
+        self.kernel_cubins = self._parse_kernel_cubins(where, raw_cubins)
+
+    def _parse_kernel_cubins(self, where: str,
+                             raw: Any) -> Dict[str, str]:
+        """`artifacts.cubins` (vortex-compile --kernel-cache): a cubin per
+        kernel, kernel name -> file name next to the manifest."""
+        if raw is None:
+            return {}
+        where = f"{where}: artifacts.cubins"
+        if not isinstance(raw, dict):
+            raise _fail(where, "is not an object of kernel -> file name")
+        out: Dict[str, str] = {}
+        for kernel, name in raw.items():
+            if not isinstance(name, str) or not name or \
+                    os.path.basename(name) != name or name in (".", ".."):
+                raise _fail(where, f"kernel {kernel!r}: {name!r} is not a "
+                            "file name")
+            out[str(kernel)] = name
+        launched = {k.kernel for s in self.steps.values() for k in s.kernels}
+        missing = sorted(launched - out.keys())
+        if missing:
+            raise _fail(where, "has no cubin for the kernels "
+                        + ", ".join(missing))
+        return out
 
     def _parse_tensor(self, where: str, name: str, t: Any) -> TensorSpec:
         try:
@@ -477,6 +504,11 @@ class Manifest:
     def artifact(self, kind: str) -> Optional[str]:
         """Absolute path of an artifact ("library", "ptx", "cubin")."""
         name = self.artifacts.get(kind)
+        return os.path.join(self.base_dir, name) if name else None
+
+    def kernel_cubin(self, kernel: str) -> Optional[str]:
+        """Absolute path of `kernel`'s own cubin (`artifacts.cubins`)."""
+        name = self.kernel_cubins.get(kernel)
         return os.path.join(self.base_dir, name) if name else None
 
     # -- queries ------------------------------------------------------------

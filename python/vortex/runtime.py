@@ -293,10 +293,11 @@ def plan_param_values(params: Sequence[tuple], args: Sequence[Any],
 
 @dataclass
 class _DeviceState:
-    """A flow's module loaded into one device's primary context."""
+    """A flow's modules loaded into one device's primary context: one for
+    the whole flow, or one per kernel (`artifacts.cubins`)."""
     index: int
     ctx: int
-    module: int
+    modules: List[int]
     loaded_from: str
     num_sms: int
     name: str
@@ -360,14 +361,21 @@ class CompiledFlowGPU:
             drv.check(drv.cuInit(0), "cuInit")
             ctx = ctypes.c_void_p()
             drv.check(drv.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
-            module, loaded_from = self._load_module()
+            by_kernel, loaded_from = self._load_modules()
             props = torch.cuda.get_device_properties(index)
-            st = _DeviceState(index, ctx.value, module, loaded_from,
-                              int(props.multi_processor_count), props.name)
-            for spec in self.manifest.steps.values():
-                for k in spec.kernels:
-                    if k.kernel not in st.kernels:
-                        st.kernels[k.kernel] = self._get_function(module, k)
+            st = _DeviceState(index, ctx.value,
+                              list(dict.fromkeys(by_kernel.values())),
+                              loaded_from, int(props.multi_processor_count),
+                              props.name)
+            try:
+                for spec in self.manifest.steps.values():
+                    for k in spec.kernels:
+                        if k.kernel not in st.kernels:
+                            st.kernels[k.kernel] = self._get_function(
+                                by_kernel[k.kernel], k)
+            except CudaDriverError:
+                self._unload(st.modules)
+                raise
             status = self.manifest.status_tensor()
             if status is not None:
                 st.status = torch.zeros(
@@ -376,11 +384,50 @@ class CompiledFlowGPU:
         self._states[index] = st
         return st
 
-    def _load_module(self) -> Tuple[int, str]:
+    def _kernel_names(self) -> List[str]:
+        return list(dict.fromkeys(k.kernel for s in self.manifest.steps.values()
+                                  for k in s.kernels))
+
+    def _unload(self, modules: Sequence[int]) -> None:
+        for mod in modules:
+            self._drv.cuModuleUnload(mod)
+
+    def _load_kernel_cubins(self) -> Tuple[Dict[str, int], str]:
+        """A module per kernel from `artifacts.cubins`; all or none."""
+        by_kernel: Dict[str, int] = {}
+        loaded: List[int] = []
+        try:
+            for kernel in self._kernel_names():
+                path = self.manifest.kernel_cubin(kernel)
+                with open(path, "rb") as f:
+                    image = f.read()
+                mod = ctypes.c_void_p()
+                buf = ctypes.create_string_buffer(image, len(image))
+                self._drv.check(self._drv.cuModuleLoadData(
+                    ctypes.byref(mod), ctypes.cast(buf, ctypes.c_void_p)),
+                    f"cuModuleLoadData({path})")
+                loaded.append(mod.value)
+                by_kernel[kernel] = mod.value
+        except (OSError, CudaDriverError):
+            self._unload(loaded)
+            raise
+        first = self.manifest.kernel_cubin(self._kernel_names()[0])
+        return by_kernel, (f"{first} (+{len(loaded) - 1} more per-kernel "
+                           "cubins)" if len(loaded) > 1 else first)
+
+    def _load_modules(self) -> Tuple[Dict[str, int], str]:
+        """Each kernel's module: the per-kernel cubins, the flow's cubin or
+        its PTX, in the order `prefer` asks."""
         m = self.manifest
         errors = []
         order = ["cubin", "ptx"] if self._prefer == "cubin" else ["ptx", "cubin"]
         for kind in order:
+            if kind == "cubin" and m.kernel_cubins:
+                try:
+                    return self._load_kernel_cubins()
+                except (OSError, CudaDriverError) as err:
+                    errors.append(f"cubins: {err}")
+                continue
             path = m.artifact(kind)
             if not path:
                 continue
@@ -391,13 +438,16 @@ class CompiledFlowGPU:
                 image = f.read()
             try:
                 if kind == "ptx":
-                    return self._load_ptx(image), path
-                mod = ctypes.c_void_p()
-                buf = ctypes.create_string_buffer(image, len(image))
-                self._drv.check(self._drv.cuModuleLoadData(
-                    ctypes.byref(mod), ctypes.cast(buf, ctypes.c_void_p)),
-                    f"cuModuleLoadData({path})")
-                return mod.value, path
+                    mod = self._load_ptx(image)
+                else:
+                    handle = ctypes.c_void_p()
+                    buf = ctypes.create_string_buffer(image, len(image))
+                    self._drv.check(self._drv.cuModuleLoadData(
+                        ctypes.byref(handle),
+                        ctypes.cast(buf, ctypes.c_void_p)),
+                        f"cuModuleLoadData({path})")
+                    mod = handle.value
+                return {k: mod for k in self._kernel_names()}, path
             except CudaDriverError as err:
                 errors.append(f"{kind}: {err}")
         raise CudaDriverError(f"{m.flow}: could not load a module: "
@@ -665,7 +715,7 @@ class CompiledFlowGPU:
 
     def close(self) -> None:
         for st in self._states.values():
-            self._drv.cuModuleUnload(st.module)
+            self._unload(st.modules)
         self._states.clear()
 
 

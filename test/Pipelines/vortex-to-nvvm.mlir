@@ -9,6 +9,16 @@
 // RUN: vortex-opt %S/Inputs/demo-kernels.mlir --vortex-nvvm-stage-lower \
 // RUN:   --vortex-nvvm-stage-binary \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+// The pipeline's kernel-cache reaches the serializing pass: the same PTX
+// (the whole-module path also records its time), and one cache entry for
+// the one kernel.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: vortex-opt %S/Inputs/demo-kernels.mlir --vortex-to-nvvm \
+// RUN:   | sed 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t/plain.mlir
+// RUN: vortex-opt %S/Inputs/demo-kernels.mlir \
+// RUN:   --vortex-to-nvvm="kernel-cache=%t/cache" > %t/cached.mlir
+// RUN: cmp %t/plain.mlir %t/cached.mlir
+// RUN: ls %t/cache | wc -l | FileCheck %s --check-prefix=ENTRIES
 // RUN: vortex-opt %S/Inputs/demo-kernels.mlir --vortex-nvvm-stage-lower \
 // RUN:   | FileCheck %s --check-prefix=NVVM --implicit-check-not=arith. \
 // RUN:     --implicit-check-not='{{[ "]vector\.}}' --implicit-check-not=scf. \
@@ -82,3 +92,5 @@
 // FLOW: module attributes {{.*}}vortex.manifest = {
 // FLOW-NOT: vortex.flow
 // FLOW: gpu.binary @block_sparse_attention_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {{.*}}, assembly = "
+
+// ENTRIES: {{^ *1$}}

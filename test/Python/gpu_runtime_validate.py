@@ -197,7 +197,7 @@ class FakeFlow(rt.CompiledFlowGPU):
         self._states = {}
         self._specs = {}
         for dev in (0, 1):
-            st = rt._DeviceState(dev, 0, 0, "fake.cubin", NUM_SMS[dev],
+            st = rt._DeviceState(dev, 0, [], "fake.cubin", NUM_SMS[dev],
                                  f"fake{dev}")
             for i, spec in enumerate(k for s in manifest.steps.values()
                                      for k in s.kernels):

@@ -17,6 +17,7 @@
 #include "Vortex/Dialect/VortexOps.h"
 #include "Vortex/Pipelines/Pipelines.h"
 #include "Vortex/Registration.h"
+#include "Vortex/Transforms/GPU/KernelCache.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -51,6 +52,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -128,6 +130,14 @@ static cl::opt<bool> topkValueBins(
              "passes (default; =false: smaller top-k kernels that compile "
              "faster, docs/gpu.md)"),
     cl::init(true), cl::cat(category));
+
+static cl::opt<std::string> kernelCache(
+    "kernel-cache",
+    cl::desc("Keep each kernel's PTX and cubin in this directory and reuse "
+             "them when the kernel comes again; the cubins are then one per "
+             "kernel, <kernel>.cubin (manifest artifacts.cubins; docs/gpu.md, "
+             "\"Kernel cache\")"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
 
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
@@ -259,14 +269,15 @@ static std::string findPtxas(StringRef toolkit) {
 
 static std::string chipName() { return chip.empty() ? "sm_90" : chip.getValue(); }
 
-/// Runs a tool, its stdout and stderr into a temporary log that is shown when
-/// it fails.
-static LogicalResult runTool(StringRef program, ArrayRef<StringRef> args,
-                             const llvm::Twine &what) {
+/// Runs a tool, its stdout and stderr into a temporary log that is returned
+/// in `message` when it fails. Safe to call from several threads.
+static LogicalResult runToolQuietly(StringRef program, ArrayRef<StringRef> args,
+                                    const llvm::Twine &what,
+                                    std::string &message) {
   SmallString<128> log;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("vortex-tool", "log", log)) {
-    fail("cannot create a temporary file: " + ec.message());
+    message = "cannot create a temporary file: " + ec.message();
     return failure();
   }
   llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
@@ -281,23 +292,42 @@ static LogicalResult runTool(StringRef program, ArrayRef<StringRef> args,
   std::string output;
   if (auto buffer = llvm::MemoryBuffer::getFile(log))
     output = (*buffer)->getBuffer().rtrim().str();
-  fail(what + " failed" +
-       (rc < 0 ? ": " + error : " with exit code " + std::to_string(rc)) +
-       (output.empty() ? "" : ":\n" + output));
+  message = (what + " failed" +
+             (rc < 0 ? ": " + error : " with exit code " + std::to_string(rc)) +
+             (output.empty() ? "" : ":\n" + output))
+                .str();
+  return failure();
+}
+
+/// runToolQuietly, its failure reported.
+static LogicalResult runTool(StringRef program, ArrayRef<StringRef> args,
+                             const llvm::Twine &what) {
+  std::string message;
+  if (succeeded(runToolQuietly(program, args, what, message)))
+    return success();
+  fail(message);
+  return failure();
+}
+
+/// ptxas, or a reported failure naming where it was looked for.
+static FailureOr<std::string> requirePtxas(StringRef toolkit) {
+  std::string ptxas = findPtxas(toolkit);
+  if (!ptxas.empty())
+    return ptxas;
+  fail("ptxas not found (looked in " +
+       (toolkit.empty() ? std::string("no CUDA toolkit")
+                        : toolkit.str() + "/bin") +
+       " and $PATH): pass --cuda-path=<CUDA toolkit>, or --no-cubin to "
+       "write only the PTX");
   return failure();
 }
 
 static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
                               StringRef toolkit) {
-  std::string ptxas = findPtxas(toolkit);
-  if (ptxas.empty()) {
-    fail("ptxas not found (looked in " +
-         (toolkit.empty() ? std::string("no CUDA toolkit")
-                          : toolkit.str() + "/bin") +
-         " and $PATH): pass --cuda-path=<CUDA toolkit>, or --no-cubin to "
-         "write only the PTX");
+  FailureOr<std::string> found = requirePtxas(toolkit);
+  if (failed(found))
     return failure();
-  }
+  std::string ptxas = *found;
   std::string arch = "-arch=" + chipName();
   std::string opt = "-O" + std::to_string(optLevel);
   // --split-compile=0: ptxas compiles the kernels on all cores (the same
@@ -310,6 +340,119 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
     return success();
   llvm::sys::fs::remove(cubinPath);
   return failure();
+}
+
+/// One kernel's cubin, from the cache when it holds the kernel's PTX
+/// assembled the same way, else from ptxas (and stored).
+static FailureOr<std::string>
+assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
+               ArrayRef<StringRef> flags, const vortex::KernelCache &cache,
+               std::atomic<int> &storeFailures, std::string &message) {
+  std::string identity = vortex::KernelCache::fileIdentity(ptxas);
+  SmallVector<StringRef> parts = {"ptxas", identity};
+  llvm::append_range(parts, flags);
+  parts.push_back(kernel.ptx);
+  std::string key = vortex::KernelCache::key(parts);
+  if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
+    return *hit;
+  SmallString<128> ptxPath, cubinPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "vortex-" + kernel.name, "ptx", ptxPath)) {
+    message = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::scope_exit removePtx([&] { llvm::sys::fs::remove(ptxPath); });
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "vortex-" + kernel.name, "cubin", cubinPath)) {
+    message = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::scope_exit removeCubin([&] { llvm::sys::fs::remove(cubinPath); });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    os << kernel.ptx;
+    if (ec || (os.flush(), os.has_error())) {
+      os.clear_error();
+      message = ("cannot write '" + ptxPath + "'").str();
+      return failure();
+    }
+  }
+  SmallVector<StringRef> args = {ptxas};
+  llvm::append_range(args, flags);
+  args.append({ptxPath, "-o", cubinPath});
+  std::string what =
+      (llvm::join(ArrayRef(args).drop_back(3), " ") + " (kernel @" +
+       kernel.name + ")");
+  if (failed(runToolQuietly(ptxas, args, what, message)))
+    return failure();
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!cubin) {
+    message = "ptxas left no cubin for @" + kernel.name;
+    return failure();
+  }
+  std::string bytes = (*cubin)->getBuffer().str();
+  if (!cache.store(key, "cubin", bytes))
+    ++storeFailures;
+  return bytes;
+}
+
+/// --kernel-cache: a cubin per kernel, <outdir>/<kernel>.cubin, each from
+/// the cache or its own ptxas run (in parallel), as `artifacts.cubins`.
+/// Nothing is written when one fails. Nothing is returned (assemble the
+/// module whole) when the PTX holds more than kernels at module scope.
+static FailureOr<std::optional<llvm::json::Object>>
+assembleByKernel(StringRef ptx, StringRef toolkit,
+                 const vortex::KernelCache &cache, StringRef outDir) {
+  std::optional<SmallVector<vortex::PTXKernel>> kernels =
+      vortex::splitPTXByKernel(ptx);
+  if (!kernels)
+    return std::optional<llvm::json::Object>();
+  FailureOr<std::string> ptxas = requirePtxas(toolkit);
+  if (failed(ptxas))
+    return failure();
+  std::string arch = "-arch=" + chipName();
+  std::string opt = "-O" + std::to_string(optLevel);
+  SmallVector<StringRef> flags = {arch, opt};
+  SmallVector<std::string> cubins(kernels->size()), messages(kernels->size());
+  SmallVector<char> ok(kernels->size(), 0);
+  std::atomic<int> storeFailures = 0;
+  llvm::parallelFor(0, kernels->size(), [&](size_t i) {
+    FailureOr<std::string> cubin = assembleKernel(
+        (*kernels)[i], *ptxas, flags, cache, storeFailures, messages[i]);
+    if (succeeded(cubin)) {
+      cubins[i] = std::move(*cubin);
+      ok[i] = 1;
+    }
+  });
+  bool allOk = true;
+  for (auto [i, good] : llvm::enumerate(ok))
+    if (!good) {
+      fail(messages[i]);
+      allOk = false;
+    }
+  if (!allOk)
+    return failure();
+  if (storeFailures > 0)
+    llvm::WithColor::warning(llvm::errs(), "vortex-compile")
+        << storeFailures << " cubin(s) could not be stored in the kernel "
+        << "cache '" << cache.directory() << "'\n";
+  llvm::json::Object files;
+  SmallVector<std::string> written;
+  for (auto [kernel, cubin] : llvm::zip(*kernels, cubins)) {
+    std::string name = kernel.name + ".cubin";
+    SmallString<128> path(outDir);
+    llvm::sys::path::append(path, name);
+    if (failed(writeFile(path, cubin))) {
+      for (const std::string &done : written)
+        llvm::sys::fs::remove(done);
+      return failure();
+    }
+    written.push_back(std::string(path));
+    files[kernel.name] = name;
+  }
+  return std::optional<llvm::json::Object>(std::move(files));
 }
 
 namespace {
@@ -438,6 +581,7 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.chainLaunches = !noChainLaunches;
   options.topkThreads = topkThreads;
   options.topkValueBins = topkValueBins;
+  options.kernelCache = kernelCache;
   std::string error;
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error))) {
     fail(error);
@@ -518,6 +662,15 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   // A hand-written manifest is judged before the pipeline reads it.
   if (failed(getManifest(c)))
     return 1;
+  std::optional<vortex::KernelCache> cache;
+  if (!kernelCache.empty()) {
+    std::string error;
+    FailureOr<vortex::KernelCache> opened =
+        vortex::KernelCache::open(kernelCache, error);
+    if (failed(opened))
+      return fail("--kernel-cache: " + error);
+    cache = std::move(*opened);
+  }
 
   // Stage 1: kernels to the NVVM dialect.
   if (failed(runStage(context, c, "lower to NVVM", [&](OpPassManager &pm) {
@@ -584,9 +737,17 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   std::string ptxPath = c.outPath(".ptx"), cubinPath = c.outPath(".cubin");
   if (failed(writeFile(ptxPath, *ptx)))
     return 1;
+  std::optional<llvm::json::Object> kernelCubins;
   if (!noCubin) {
     TimingScope ptxasTime = c.timing.nest("ptxas");
-    if (failed(runPtxas(ptxPath, cubinPath, toolkit)))
+    if (cache) {
+      FailureOr<std::optional<llvm::json::Object>> byKernel =
+          assembleByKernel(*ptx, toolkit, *cache, outputDir);
+      if (failed(byKernel))
+        return 1;
+      kernelCubins = std::move(*byKernel);
+    }
+    if (!kernelCubins && failed(runPtxas(ptxPath, cubinPath, toolkit)))
       return 1;
   }
 
@@ -602,7 +763,9 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   }
   llvm::json::Object artifacts;
   artifacts["ptx"] = llvm::sys::path::filename(ptxPath).str();
-  if (!noCubin)
+  if (kernelCubins)
+    artifacts["cubins"] = std::move(*kernelCubins);
+  else if (!noCubin)
     artifacts["cubin"] = llvm::sys::path::filename(cubinPath).str();
   return failed(writeManifest(c, std::move(json), chipName(),
                               std::move(artifacts)));

@@ -85,6 +85,12 @@ struct VortexNVVMPipelineOptions
                      "digit passes (convert-vortex-to-gpu; false: smaller "
                      "kernels that compile faster)"),
       llvm::cl::init(true)};
+  Option<std::string> kernelCache{
+      *this, "kernel-cache",
+      llvm::cl::desc("Keep each kernel's PTX in this directory and reuse it "
+                     "when the kernel comes again (vortex-gpu-serialize-"
+                     "kernels cache-dir; empty: no cache)"),
+      llvm::cl::init("")};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both

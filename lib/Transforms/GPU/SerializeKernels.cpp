@@ -11,6 +11,8 @@
 
 #include "Vortex/Transforms/GPU/Passes.h"
 
+#include "Vortex/Transforms/GPU/KernelCache.h"
+
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -18,6 +20,8 @@
 #include "mlir/IR/Threading.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/Path.h"
 
 namespace mlir::vortex {
 #define GEN_PASS_DEF_VORTEXGPUSERIALIZEKERNELS
@@ -55,20 +59,6 @@ gpu::GPUModuleOp pieceFor(gpu::GPUModuleOp module, StringAttr kernel) {
   return piece;
 }
 
-/// What may stand at a PTX module's top level in a piece: the header, one
-/// kernel and its performance directives. Inside a function every line is
-/// indented, a label starts with '$'.
-bool isPieceTopLevel(StringRef line) {
-  return line.starts_with(".version") || line.starts_with(".target") ||
-         line.starts_with(".address_size") ||
-         line.starts_with(".visible .entry") || line.starts_with(".entry") ||
-         line.starts_with(".maxntid") || line.starts_with(".reqntid") ||
-         line.starts_with(".minnctapersm") || line.starts_with(".maxnreg") ||
-         line.starts_with(".maxclusterrank") ||
-         line.starts_with(".reqnctapercluster") ||
-         line.starts_with(".explicitcluster");
-}
-
 /// The PTX of the pieces as one module: the first piece whole, the others
 /// from after their header (which must be the first's). Nothing if a piece
 /// holds more than its kernel at the top level: a `.func` or `.global` two
@@ -92,7 +82,7 @@ std::optional<std::string> joinPTX(ArrayRef<SmallVector<char, 0>> pieces) {
     for (StringRef line : lines) {
       if (!line.starts_with("."))
         continue;
-      if (!isPieceTopLevel(line))
+      if (!vortex::isKernelPTXTopLevel(line))
         return std::nullopt;
       entries += line.starts_with(".visible .entry") ||
                  line.starts_with(".entry");
@@ -131,6 +121,16 @@ struct SerializeKernels
           << "'; expected isa, bin, fatbin or llvm (or assembly, binary, "
              "fatbinary, offloading)";
       return signalPassFailure();
+    }
+    if (!cacheDir.empty()) {
+      std::string error;
+      FailureOr<vortex::KernelCache> opened =
+          vortex::KernelCache::open(cacheDir, error);
+      if (failed(opened)) {
+        getOperation().emitError() << error;
+        return signalPassFailure();
+      }
+      cache = std::move(*opened);
     }
     gpu::TargetOptions options(toolkitPath, /*librariesToLink=*/{},
                                /*cmdOptions=*/"", /*elfSection=*/"", *target);
@@ -180,9 +180,47 @@ struct SerializeKernels
     return success();
   }
 
+  /// With `cache-dir`: where pieces' PTX is kept.
+  std::optional<vortex::KernelCache> cache;
+
+  /// What a piece's PTX depends on besides the piece: LLVM, the format and
+  /// the libdevice it links.
+  std::string cacheContext(const gpu::TargetOptions &options) const {
+    SmallString<256> libdevice(options.getToolkitPath());
+    llvm::sys::path::append(libdevice, "nvvm", "libdevice",
+                            "libdevice.10.bc");
+    return ("llvm " LLVM_VERSION_STRING "\0" + format + "\0" +
+            options.getToolkitPath() + "\0" +
+            vortex::KernelCache::fileIdentity(libdevice))
+        .str();
+  }
+
+  /// A piece's PTX: from the cache when it holds the piece, else compiled
+  /// (and stored).
+  std::optional<SmallVector<char, 0>>
+  serializePiece(gpu::GPUModuleOp piece, gpu::TargetAttrInterface target,
+                 const gpu::TargetOptions &options, StringRef context,
+                 std::atomic<int> &storeFailures) {
+    std::string key;
+    if (cache) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      piece->print(os);
+      key = vortex::KernelCache::key({context, text});
+      if (std::optional<std::string> hit = cache->lookup(key, "ptx"))
+        return SmallVector<char, 0>(hit->begin(), hit->end());
+    }
+    std::optional<SmallVector<char, 0>> object =
+        target.serializeToObject(piece, options);
+    if (object && cache &&
+        !cache->store(key, "ptx", StringRef(object->data(), object->size())))
+      ++storeFailures;
+    return object;
+  }
+
   /// The module's PTX, each kernel compiled from its own piece; nothing
-  /// (serialize the module whole) when the pieces cannot be joined or there
-  /// is a single kernel.
+  /// (serialize the module whole) when the pieces cannot be joined, or when
+  /// there is a single kernel and no cache.
   FailureOr<std::optional<SmallVector<char, 0>>>
   serializeByKernel(gpu::GPUModuleOp module, gpu::TargetAttrInterface target,
                     const gpu::TargetOptions &options) {
@@ -190,7 +228,7 @@ struct SerializeKernels
     for (Operation &op : module.getBodyRegion().front())
       if (isKernel(op))
         kernels.push_back(SymbolTable::getSymbolName(&op));
-    if (kernels.size() < 2)
+    if (kernels.size() < 2 && !cache)
       return std::optional<SmallVector<char, 0>>();
     SmallVector<gpu::GPUModuleOp> pieces;
     for (StringAttr kernel : kernels)
@@ -211,10 +249,12 @@ struct SerializeKernels
       return size[a] > size[b];
     });
     SmallVector<SmallVector<char, 0>> ptx(pieces.size());
+    std::string context = cache ? cacheContext(options) : "";
+    std::atomic<int> storeFailures = 0;
     if (failed(failableParallelForEach(
             &getContext(), order, [&](size_t i) -> LogicalResult {
-              std::optional<SmallVector<char, 0>> object =
-                  target.serializeToObject(pieces[i], options);
+              std::optional<SmallVector<char, 0>> object = serializePiece(
+                  pieces[i], target, options, context, storeFailures);
               if (!object)
                 return pieces[i].emitError()
                        << "an error happened while serializing kernel @"
@@ -223,6 +263,11 @@ struct SerializeKernels
               return success();
             })))
       return failure();
+    if (storeFailures > 0)
+      module.emitWarning() << storeFailures
+                           << " kernel(s) could not be stored in the kernel "
+                              "cache '"
+                           << cache->directory() << "'";
     std::optional<std::string> joined = joinPTX(ptx);
     if (!joined)
       return std::optional<SmallVector<char, 0>>();

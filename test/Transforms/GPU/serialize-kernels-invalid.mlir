@@ -1,5 +1,8 @@
 // RUN: vortex-opt %s --split-input-file --vortex-gpu-serialize-kernels -verify-diagnostics
 // RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=format=cubin 2>&1 | FileCheck %s --check-prefix=FORMAT
+// A kernel cache that is a file, not a directory.
+// RUN: rm -rf %t && touch %t
+// RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=cache-dir=%t 2>&1 | FileCheck %s --check-prefix=CACHE
 
 // A module without targets has nothing to serialize for.
 // expected-error @+1 {{the module has no target attributes}}
@@ -28,3 +31,4 @@ gpu.module @broken [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
 }
 
 // FORMAT: error: unknown format 'cubin'; expected isa, bin, fatbin or llvm
+// CACHE: error: the kernel cache '{{.*}}' is not a directory

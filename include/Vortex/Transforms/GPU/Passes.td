@@ -130,6 +130,13 @@ def VortexGPUSerializeKernels
     module scope besides its kernel (a `.func`, a `.global`), which two
     pieces could both define.
 
+    With `cache-dir`, each kernel's PTX is kept in that directory under a
+    SHA-256 of its piece's IR, the LLVM version, the format and the
+    libdevice it links, and read back instead of compiled when the same
+    piece comes again (docs/gpu.md, "Kernel cache"); modules of one kernel
+    then take the per-kernel path too. A directory that cannot be created
+    is an error; an entry that cannot be written, a warning.
+
     An unknown `format` is rejected, as is a `gpu.module` without targets.
 
     ```mlir
@@ -143,6 +150,9 @@ def VortexGPUSerializeKernels
            "The CUDA toolkit (libdevice); empty: none">,
     Option<"format", "format", "std::string", /*default=*/"\"isa\"",
            "isa (PTX), bin, fatbin or llvm, as in gpu-module-to-binary">,
+    Option<"cacheDir", "cache-dir", "std::string", /*default=*/"\"\"",
+           "Keep each kernel's PTX in this directory and reuse it; empty: "
+           "no cache">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -1,0 +1,77 @@
+//===- KernelCache.h - per-kernel PTX pieces and their on-disk cache -----===//
+//
+// A flow's top-k kernels are most of its compile time (LLVM's code
+// generation and ptxas) and rarely change while an author edits the score
+// side. The serializing pass and vortex-compile therefore keep each kernel's
+// PTX and cubin in a directory keyed by a hash of everything that made them,
+// so a recompile redoes only the kernels that changed (docs/gpu.md,
+// "Kernel cache").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef VORTEX_TRANSFORMS_GPU_KERNELCACHE_H
+#define VORTEX_TRANSFORMS_GPU_KERNELCACHE_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::vortex {
+
+/// A directory of cache entries, each a file `<key>.<kind>`. An entry is
+/// written to a temporary file and renamed into place, so concurrent
+/// compiles share a directory and a reader never sees half an entry.
+class KernelCache {
+public:
+  /// Creates `dir` if needed; an error message when it is not a usable
+  /// directory.
+  static FailureOr<KernelCache> open(StringRef dir, std::string &error);
+
+  /// A key: the hex SHA-256 of the parts (each length-prefixed, so
+  /// ("ab", "c") and ("a", "bc") differ), behind a format version.
+  static std::string key(ArrayRef<StringRef> parts);
+
+  /// The identity of a file that shapes an entry (ptxas, libdevice): its
+  /// real path, size and modification time; "" when it does not exist.
+  static std::string fileIdentity(StringRef path);
+
+  /// The entry's bytes, or nothing on a miss (a missing or unreadable entry).
+  std::optional<std::string> lookup(StringRef key, StringRef kind) const;
+
+  /// Stores an entry; false when it could not be written (the compile goes
+  /// on without it).
+  bool store(StringRef key, StringRef kind, StringRef bytes) const;
+
+  /// The entry's path, written or not.
+  std::string path(StringRef key, StringRef kind) const;
+
+  StringRef directory() const { return dir; }
+
+private:
+  explicit KernelCache(std::string dir) : dir(std::move(dir)) {}
+  std::string dir;
+};
+
+/// One kernel's PTX: the module header and the kernel's entry.
+struct PTXKernel {
+  std::string name;
+  std::string ptx;
+};
+
+/// Splits PTX joined by vortex-gpu-serialize-kernels (a header, then one
+/// `.entry` after another, nothing else at module scope) into one PTX module
+/// per kernel, in order. Nothing when the PTX holds anything else at module
+/// scope (a `.func`, a `.global`) that a kernel may need.
+std::optional<SmallVector<PTXKernel>> splitPTXByKernel(StringRef ptx);
+
+/// Whether a line of PTX may stand at module scope in a module of one
+/// kernel: the header, the kernel's entry and its performance directives.
+bool isKernelPTXTopLevel(StringRef line);
+
+} // namespace mlir::vortex
+
+#endif // VORTEX_TRANSFORMS_GPU_KERNELCACHE_H

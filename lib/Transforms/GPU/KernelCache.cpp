@@ -1,0 +1,163 @@
+//===- KernelCache.cpp - per-kernel PTX pieces and their on-disk cache ---===//
+
+#include "Vortex/Transforms/GPU/KernelCache.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+
+/// Bumped when what an entry holds, or how its key is formed, changes.
+static constexpr llvm::StringLiteral kCacheFormat = "vortex-kernel-cache-1";
+
+FailureOr<KernelCache> KernelCache::open(StringRef dir, std::string &error) {
+  if (dir.empty()) {
+    error = "the kernel cache directory is empty";
+    return failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = ("cannot create the kernel cache directory '" + dir +
+             "': " + ec.message())
+                .str();
+    return failure();
+  }
+  if (!llvm::sys::fs::is_directory(dir)) {
+    error = ("the kernel cache '" + dir + "' is not a directory").str();
+    return failure();
+  }
+  return KernelCache(dir.str());
+}
+
+std::string KernelCache::key(ArrayRef<StringRef> parts) {
+  llvm::SHA256 hash;
+  hash.update(kCacheFormat);
+  for (StringRef part : parts) {
+    hash.update(std::to_string(part.size()) + ":");
+    hash.update(part);
+  }
+  std::array<uint8_t, 32> digest = hash.final();
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string KernelCache::fileIdentity(StringRef path) {
+  SmallString<256> real;
+  llvm::sys::fs::file_status status;
+  if (path.empty() || llvm::sys::fs::real_path(path, real) ||
+      llvm::sys::fs::status(real, status))
+    return "";
+  return (real + ":" + Twine(status.getSize()) + ":" +
+          Twine(status.getLastModificationTime().time_since_epoch().count()))
+      .str();
+}
+
+std::string KernelCache::path(StringRef key, StringRef kind) const {
+  SmallString<256> p(dir);
+  llvm::sys::path::append(p, key + "." + kind);
+  return std::string(p);
+}
+
+std::optional<std::string> KernelCache::lookup(StringRef key,
+                                               StringRef kind) const {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path(key, kind), /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return std::nullopt;
+  return (*buffer)->getBuffer().str();
+}
+
+bool KernelCache::store(StringRef key, StringRef kind,
+                        StringRef bytes) const {
+  std::string final = path(key, kind);
+  SmallString<256> temp;
+  int fd;
+  if (llvm::sys::fs::createUniqueFile(final + ".tmp-%%%%%%%%", fd, temp))
+    return false;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << bytes;
+    os.flush();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(temp);
+      return false;
+    }
+  }
+  if (llvm::sys::fs::rename(temp, final)) {
+    llvm::sys::fs::remove(temp);
+    return false;
+  }
+  return true;
+}
+
+bool mlir::vortex::isKernelPTXTopLevel(StringRef line) {
+  return line.starts_with(".version") || line.starts_with(".target") ||
+         line.starts_with(".address_size") ||
+         line.starts_with(".visible .entry") || line.starts_with(".entry") ||
+         line.starts_with(".maxntid") || line.starts_with(".reqntid") ||
+         line.starts_with(".minnctapersm") || line.starts_with(".maxnreg") ||
+         line.starts_with(".maxclusterrank") ||
+         line.starts_with(".reqnctapercluster") ||
+         line.starts_with(".explicitcluster");
+}
+
+/// The kernel an entry line declares: `.visible .entry name(`.
+static StringRef entryName(StringRef line) {
+  StringRef rest = line.substr(line.find(".entry") + strlen(".entry"));
+  return rest.ltrim().take_until([](char c) { return c == '(' || c == ' '; });
+}
+
+std::optional<SmallVector<PTXKernel>>
+mlir::vortex::splitPTXByKernel(StringRef ptx) {
+  ptx = ptx.rtrim('\0');
+  size_t headerEnd = ptx.find("\n.address_size");
+  if (headerEnd == StringRef::npos)
+    return std::nullopt;
+  headerEnd = ptx.find('\n', headerEnd + 1);
+  if (headerEnd == StringRef::npos)
+    return std::nullopt;
+  StringRef header = ptx.take_front(headerEnd + 1);
+  StringRef body = ptx.drop_front(headerEnd + 1);
+  SmallVector<StringRef> lines;
+  body.split(lines, '\n');
+  // Where each kernel's lines start: its entry, and the comments (its
+  // `.globl`) right above it; the first kernel also takes what precedes.
+  SmallVector<size_t> starts;
+  for (auto [i, line] : llvm::enumerate(lines)) {
+    if (line.starts_with(".") && !isKernelPTXTopLevel(line))
+      return std::nullopt;
+    if (!line.starts_with(".visible .entry") && !line.starts_with(".entry"))
+      continue;
+    size_t start = i;
+    while (start > 0 && (lines[start - 1].empty() ||
+                         lines[start - 1].starts_with("\t//")))
+      --start;
+    starts.push_back(starts.empty() ? 0 : start);
+  }
+  SmallVector<PTXKernel> kernels;
+  for (auto [k, start] : llvm::enumerate(starts)) {
+    size_t end = k + 1 < starts.size() ? starts[k + 1] : lines.size();
+    PTXKernel kernel;
+    kernel.ptx = header.str();
+    for (size_t i = start; i < end; ++i) {
+      StringRef line = lines[i];
+      if (kernel.name.empty() && (line.starts_with(".visible .entry") ||
+                                  line.starts_with(".entry")))
+        kernel.name = entryName(line).str();
+      kernel.ptx += line;
+      if (i + 1 < lines.size())
+        kernel.ptx += '\n';
+    }
+    if (kernel.name.empty())
+      return std::nullopt;
+    kernels.push_back(std::move(kernel));
+  }
+  if (kernels.empty())
+    return std::nullopt;
+  return kernels;
+}

@@ -1,0 +1,61 @@
+// cache-dir: each kernel's PTX is kept under a hash of its piece and read
+// back when the same piece comes again. A recompile gives the same output;
+// entries tampered with show up in it, so they were read, not recompiled; a
+// module of one kernel takes the per-kernel path too; another chip is
+// another entry.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels | FileCheck %s
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" > %t/first.mlir
+// RUN: FileCheck %s < %t/first.mlir
+// RUN: ls %t/cache | sed 's/^[0-9a-f]\{64\}\./KEY./' | sort | uniq -c | FileCheck %s --check-prefix=THREE
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" > %t/second.mlir
+// RUN: cmp %t/first.mlir %t/second.mlir
+// RUN: for f in %t/cache/*.ptx; do echo '// from the kernel cache' >> $f; done
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" | FileCheck %s --check-prefix=HIT
+// RUN: sed 's/sm_90/sm_80/' %s | vortex-opt --vortex-gpu-serialize-kernels="cache-dir=%t/cache" | FileCheck %s --check-prefix=SM80
+// RUN: ls %t/cache | sed 's/^[0-9a-f]\{64\}\./KEY./' | sort | uniq -c | FileCheck %s --check-prefix=SIX
+
+// CHECK-LABEL: gpu.binary @two
+// CHECK-SAME:    .target sm_90
+// CHECK-SAME:    .visible .entry first(
+// CHECK-SAME:    .visible .entry second(
+// CHECK-NOT:     from the kernel cache
+// CHECK-LABEL: gpu.binary @one
+// CHECK-SAME:    .visible .entry only(
+
+// HIT-LABEL: gpu.binary @two
+// HIT-SAME:    .visible .entry first(
+// HIT-SAME:    // from the kernel cache
+// HIT-SAME:    .visible .entry second(
+// HIT-SAME:    // from the kernel cache
+// HIT-LABEL: gpu.binary @one
+// HIT-SAME:    .visible .entry only(
+// HIT-SAME:    // from the kernel cache
+
+// SM80-LABEL: gpu.binary @two
+// SM80-SAME:    .target sm_80
+// SM80-NOT:     from the kernel cache
+
+// THREE: 3 KEY.ptx
+// SIX: 6 KEY.ptx
+
+gpu.module @two [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
+  llvm.func @first(%p: !llvm.ptr<1>) attributes {gpu.kernel, nvvm.kernel} {
+    %c = llvm.mlir.constant(7 : i32) : i32
+    llvm.store %c, %p : i32, !llvm.ptr<1>
+    llvm.return
+  }
+  llvm.func @second(%p: !llvm.ptr<1>) attributes {gpu.kernel, nvvm.kernel} {
+    %c = llvm.mlir.constant(9 : i32) : i32
+    llvm.store %c, %p : i32, !llvm.ptr<1>
+    llvm.return
+  }
+}
+
+gpu.module @one [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
+  llvm.func @only(%p: !llvm.ptr<1>) attributes {gpu.kernel, nvvm.kernel} {
+    %c = llvm.mlir.constant(3 : i32) : i32
+    llvm.store %c, %p : i32, !llvm.ptr<1>
+    llvm.return
+  }
+}
