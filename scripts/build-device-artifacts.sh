@@ -21,7 +21,10 @@
 #   <outdir>/slotted/staged               test/Python/Inputs/slotted_flow.mlir
 #   <outdir>/multitoken/<flow>_t4_k64_g8  gqa_quest, block_sparse, running_avg
 #                                         with T = 4 query tokens per row
-# Each holds <name>.ptx, <name>.cubin and <name>.manifest.json.
+# Each holds <name>.ptx, <name>.cubin and <name>.manifest.json (with
+# VORTEX_COMPILE_OPTS="--kernel-cache=DIR", and always for py/, which
+# vortex.compile builds with its kernel cache: <kernel>.cubin per kernel
+# instead of <name>.cubin; docs/gpu.md, "Kernel cache").
 # VORTEX_GPU_OPTS passes options to convert-vortex-to-gpu (for example
 # "items-per-iteration=1"), VORTEX_COMPILE_OPTS to vortex-compile (for
 # example "--llvm-opt-level=0"); VORTEX_ONLY=bench builds only the bench set.

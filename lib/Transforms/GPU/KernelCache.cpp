@@ -106,14 +106,19 @@ bool mlir::vortex::isKernelPTXTopLevel(StringRef line) {
          line.starts_with(".explicitcluster");
 }
 
+static bool isEntryLine(StringRef line) {
+  return line.starts_with(".visible .entry") || line.starts_with(".entry");
+}
+
 /// The kernel an entry line declares: `.visible .entry name(`.
 static StringRef entryName(StringRef line) {
   StringRef rest = line.substr(line.find(".entry") + strlen(".entry"));
   return rest.ltrim().take_until([](char c) { return c == '(' || c == ' '; });
 }
 
-std::optional<SmallVector<PTXKernel>>
-mlir::vortex::splitPTXByKernel(StringRef ptx) {
+/// A PTX module's header (up to its `.address_size` line) and the rest.
+static std::optional<std::pair<StringRef, StringRef>>
+splitHeader(StringRef ptx) {
   ptx = ptx.rtrim('\0');
   size_t headerEnd = ptx.find("\n.address_size");
   if (headerEnd == StringRef::npos)
@@ -121,8 +126,51 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
   headerEnd = ptx.find('\n', headerEnd + 1);
   if (headerEnd == StringRef::npos)
     return std::nullopt;
-  StringRef header = ptx.take_front(headerEnd + 1);
-  StringRef body = ptx.drop_front(headerEnd + 1);
+  return std::make_pair(ptx.take_front(headerEnd + 1),
+                        ptx.drop_front(headerEnd + 1));
+}
+
+std::optional<std::string>
+mlir::vortex::joinKernelPTX(ArrayRef<SmallVector<char, 0>> pieces) {
+  std::string joined, header;
+  for (const SmallVector<char, 0> &bytes : pieces) {
+    std::optional<std::pair<StringRef, StringRef>> parts =
+        splitHeader(StringRef(bytes.data(), bytes.size()));
+    if (!parts)
+      return std::nullopt;
+    auto [pieceHeader, rest] = *parts;
+    int entries = 0;
+    SmallVector<StringRef> lines;
+    rest.split(lines, '\n');
+    for (StringRef line : lines) {
+      if (!line.starts_with("."))
+        continue;
+      if (!isKernelPTXTopLevel(line))
+        return std::nullopt;
+      entries += isEntryLine(line);
+    }
+    if (entries != 1)
+      return std::nullopt;
+    // The directives, without the generator's comment above them.
+    StringRef directives = pieceHeader.substr(pieceHeader.find(".version"));
+    if (joined.empty()) {
+      header = directives.str();
+      joined = (pieceHeader + rest).str();
+    } else if (directives != header) {
+      return std::nullopt;
+    } else {
+      joined += rest;
+    }
+  }
+  return joined;
+}
+
+std::optional<SmallVector<PTXKernel>>
+mlir::vortex::splitPTXByKernel(StringRef ptx) {
+  std::optional<std::pair<StringRef, StringRef>> parts = splitHeader(ptx);
+  if (!parts)
+    return std::nullopt;
+  auto [header, body] = *parts;
   SmallVector<StringRef> lines;
   body.split(lines, '\n');
   // Where each kernel's lines start: its entry, and the comments (its
@@ -131,7 +179,7 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
   for (auto [i, line] : llvm::enumerate(lines)) {
     if (line.starts_with(".") && !isKernelPTXTopLevel(line))
       return std::nullopt;
-    if (!line.starts_with(".visible .entry") && !line.starts_with(".entry"))
+    if (!isEntryLine(line))
       continue;
     size_t start = i;
     while (start > 0 && (lines[start - 1].empty() ||
@@ -146,8 +194,7 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
     kernel.ptx = header.str();
     for (size_t i = start; i < end; ++i) {
       StringRef line = lines[i];
-      if (kernel.name.empty() && (line.starts_with(".visible .entry") ||
-                                  line.starts_with(".entry")))
+      if (kernel.name.empty() && isEntryLine(line))
         kernel.name = entryName(line).str();
       kernel.ptx += line;
       if (i + 1 < lines.size())

@@ -59,50 +59,6 @@ gpu::GPUModuleOp pieceFor(gpu::GPUModuleOp module, StringAttr kernel) {
   return piece;
 }
 
-/// The PTX of the pieces as one module: the first piece whole, the others
-/// from after their header (which must be the first's). Nothing if a piece
-/// holds more than its kernel at the top level: a `.func` or `.global` two
-/// pieces could both define.
-std::optional<std::string> joinPTX(ArrayRef<SmallVector<char, 0>> pieces) {
-  std::string joined, header;
-  for (const SmallVector<char, 0> &bytes : pieces) {
-    StringRef ptx(bytes.data(), bytes.size());
-    ptx = ptx.rtrim('\0');
-    size_t headerEnd = ptx.find("\n.address_size");
-    if (headerEnd == StringRef::npos)
-      return std::nullopt;
-    headerEnd = ptx.find('\n', headerEnd + 1);
-    if (headerEnd == StringRef::npos)
-      return std::nullopt;
-    StringRef pieceHeader = ptx.take_front(headerEnd + 1);
-    StringRef rest = ptx.drop_front(headerEnd + 1);
-    int entries = 0;
-    SmallVector<StringRef> lines;
-    rest.split(lines, '\n');
-    for (StringRef line : lines) {
-      if (!line.starts_with("."))
-        continue;
-      if (!vortex::isKernelPTXTopLevel(line))
-        return std::nullopt;
-      entries += line.starts_with(".visible .entry") ||
-                 line.starts_with(".entry");
-    }
-    if (entries != 1)
-      return std::nullopt;
-    // The directives, without the generator's comment above them.
-    StringRef directives = pieceHeader.substr(pieceHeader.find(".version"));
-    if (joined.empty()) {
-      header = directives.str();
-      joined = ptx.str();
-    } else if (directives != header) {
-      return std::nullopt;
-    } else {
-      joined += rest;
-    }
-  }
-  return joined;
-}
-
 struct SerializeKernels
     : mlir::vortex::impl::VortexGPUSerializeKernelsBase<SerializeKernels> {
   using Base::Base;
@@ -268,7 +224,7 @@ struct SerializeKernels
                            << " kernel(s) could not be stored in the kernel "
                               "cache '"
                            << cache->directory() << "'";
-    std::optional<std::string> joined = joinPTX(ptx);
+    std::optional<std::string> joined = vortex::joinKernelPTX(ptx);
     if (!joined)
       return std::optional<SmallVector<char, 0>>();
     return std::optional<SmallVector<char, 0>>(

@@ -62,6 +62,12 @@ struct PTXKernel {
   std::string ptx;
 };
 
+/// The PTX of modules of one kernel each (`pieces`) as one module: the
+/// first whole, the others from after their header, which must be the
+/// first's. Nothing if a piece holds more than its kernel at module scope (a
+/// `.func` or `.global` two pieces could both define).
+std::optional<std::string> joinKernelPTX(ArrayRef<SmallVector<char, 0>> pieces);
+
 /// Splits PTX joined by vortex-gpu-serialize-kernels (a header, then one
 /// `.entry` after another, nothing else at module scope) into one PTX module
 /// per kernel, in order. Nothing when the PTX holds anything else at module
