@@ -368,12 +368,8 @@ class CompiledFlowGPU:
                               loaded_from, int(props.multi_processor_count),
                               props.name)
             try:
-                for spec in self.manifest.steps.values():
-                    for k in spec.kernels:
-                        if k.kernel not in st.kernels:
-                            st.kernels[k.kernel] = self._get_function(
-                                by_kernel[k.kernel], k)
-            except CudaDriverError:
+                st.kernels.update(self._functions(by_kernel))
+            except BaseException:
                 self._unload(st.modules)
                 raise
             status = self.manifest.status_tensor()
@@ -383,6 +379,15 @@ class CompiledFlowGPU:
                     dtype=torch.int32, device=f"cuda:{index}")
         self._states[index] = st
         return st
+
+    def _functions(self, by_kernel: Mapping[str, int]) -> Dict[str, "_Kernel"]:
+        """Each launched kernel's function, from the module that holds it."""
+        out: Dict[str, _Kernel] = {}
+        for spec in self.manifest.steps.values():
+            for k in spec.kernels:
+                if k.kernel not in out:
+                    out[k.kernel] = self._get_function(by_kernel[k.kernel], k)
+        return out
 
     def _kernel_names(self) -> List[str]:
         return list(dict.fromkeys(k.kernel for s in self.manifest.steps.values()
@@ -396,8 +401,12 @@ class CompiledFlowGPU:
         """A module per kernel from `artifacts.cubins`; all or none."""
         by_kernel: Dict[str, int] = {}
         loaded: List[int] = []
+        names = self._kernel_names()
+        if not names:
+            raise CudaDriverError(f"{self.manifest.flow}: the manifest "
+                                  "launches no kernel")
         try:
-            for kernel in self._kernel_names():
+            for kernel in names:
                 path = self.manifest.kernel_cubin(kernel)
                 with open(path, "rb") as f:
                     image = f.read()
@@ -411,7 +420,7 @@ class CompiledFlowGPU:
         except (OSError, CudaDriverError):
             self._unload(loaded)
             raise
-        first = self.manifest.kernel_cubin(self._kernel_names()[0])
+        first = self.manifest.kernel_cubin(names[0])
         return by_kernel, (f"{first} (+{len(loaded) - 1} more per-kernel "
                            "cubins)" if len(loaded) > 1 else first)
 

@@ -93,35 +93,32 @@ report(sorted(by_kernel) == sorted(KERNELS) and
        (by_kernel, where))
 
 # Each kernel's function comes from its own module.
-got = []
 flow = flow_for(split, drv)
-flow._get_function = lambda module, spec: got.append((spec.kernel, module))
-m = flow.manifest
-for spec in m.steps.values():
-    for k in spec.kernels:
-        flow._get_function(by_kernel[k.kernel], k)
-report(dict(got) == by_kernel, "functions are looked up in their own module",
-       got)
+flow._get_function = lambda module, spec: (spec.kernel, module)
+functions = flow._functions(by_kernel)
+report(sorted(functions) == sorted(KERNELS) and
+       all(functions[k] == (k, by_kernel[k]) for k in KERNELS),
+       "functions are looked up in their own module", functions)
 
 # A refused per-kernel cubin: the ones loaded before it are unloaded, and
 # the PTX is loaded instead.
 refusing = os.path.join(tmp, "refusing")
 os.makedirs(refusing)
+order = flow_for(split, Driver())._kernel_names()
 for name in os.listdir(os.path.join(tmp, "split")):
     with open(os.path.join(tmp, "split", name), "rb") as src, \
             open(os.path.join(refusing, name), "wb") as dst:
-        dst.write(b"\x7fELF-REFUSED...." if name == KERNELS[1] + ".cubin"
+        dst.write(b"\x7fELF-REFUSED...." if name == order[1] + ".cubin"
                   else src.read())
 drv = Driver(refuse=b"REFUSED")
 flow = flow_for(os.path.join(refusing, "toy_sparse_attention.manifest.json"),
                 drv)
-order = flow._kernel_names()
 by_kernel, where = flow._load_modules()
 report(drv.ptx_loads == 1 and where.endswith(".ptx") and
-       len(set(by_kernel.values())) == 1 and
-       (drv.unloads == [0x1001] or order[0] == KERNELS[1]),
-       "a refused per-kernel cubin: earlier modules unloaded, the PTX "
-       "loaded instead", (drv.unloads, where))
+       len(set(by_kernel.values())) == 1 and drv.unloads == [0x1001] and
+       drv.loads[0].startswith(b"\x7fELF"),
+       "a refused per-kernel cubin (the second loaded): the first one "
+       "unloaded, the PTX loaded instead", (drv.unloads, where))
 
 # A missing per-kernel cubin and no PTX: the error names both.
 broken = os.path.join(tmp, "broken")

@@ -57,6 +57,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <atomic>
 #include "llvm/Support/WithColor.h"
 
 using namespace mlir;
@@ -342,19 +344,38 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
   return failure();
 }
 
+/// What ptxas is, for the cubins' keys: the file found (a wrapper script
+/// too) and what it says its version is.
+static std::string ptxasIdentity(StringRef ptxas) {
+  std::string identity = vortex::KernelCache::fileIdentity(ptxas);
+  SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("vortex-ptxas-version", "txt", log))
+    return identity;
+  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  StringRef args[] = {ptxas, "--version"};
+  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects) == 0)
+    if (auto buffer = llvm::MemoryBuffer::getFile(log))
+      identity += "\n" + (*buffer)->getBuffer().str();
+  return identity;
+}
+
 /// One kernel's cubin, from the cache when it holds the kernel's PTX
-/// assembled the same way, else from ptxas (and stored).
+/// assembled the same way (and is an ELF image), else from ptxas (and
+/// stored).
 static FailureOr<std::string>
 assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
-               ArrayRef<StringRef> flags, const vortex::KernelCache &cache,
+               StringRef identity, ArrayRef<StringRef> flags,
+               const vortex::KernelCache &cache,
                std::atomic<int> &storeFailures, std::string &message) {
-  std::string identity = vortex::KernelCache::fileIdentity(ptxas);
   SmallVector<StringRef> parts = {"ptxas", identity};
   llvm::append_range(parts, flags);
   parts.push_back(kernel.ptx);
   std::string key = vortex::KernelCache::key(parts);
   if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
-    return *hit;
+    if (StringRef(*hit).starts_with("\x7f" "ELF"))
+      return *hit;
   SmallString<128> ptxPath, cubinPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "vortex-" + kernel.name, "ptx", ptxPath)) {
@@ -371,8 +392,11 @@ assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxPath, ec);
-    os << kernel.ptx;
-    if (ec || (os.flush(), os.has_error())) {
+    if (!ec) {
+      os << kernel.ptx;
+      os.close();
+    }
+    if (ec || os.has_error()) {
       os.clear_error();
       message = ("cannot write '" + ptxPath + "'").str();
       return failure();
@@ -415,12 +439,14 @@ assembleByKernel(StringRef ptx, StringRef toolkit,
   std::string arch = "-arch=" + chipName();
   std::string opt = "-O" + std::to_string(optLevel);
   SmallVector<StringRef> flags = {arch, opt};
+  std::string identity = ptxasIdentity(*ptxas);
   SmallVector<std::string> cubins(kernels->size()), messages(kernels->size());
   SmallVector<char> ok(kernels->size(), 0);
   std::atomic<int> storeFailures = 0;
   llvm::parallelFor(0, kernels->size(), [&](size_t i) {
-    FailureOr<std::string> cubin = assembleKernel(
-        (*kernels)[i], *ptxas, flags, cache, storeFailures, messages[i]);
+    FailureOr<std::string> cubin =
+        assembleKernel((*kernels)[i], *ptxas, identity, flags, cache,
+                       storeFailures, messages[i]);
     if (succeeded(cubin)) {
       cubins[i] = std::move(*cubin);
       ok[i] = 1;

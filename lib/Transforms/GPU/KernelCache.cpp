@@ -9,6 +9,9 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::vortex;
 
@@ -73,22 +76,23 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
 
 bool KernelCache::store(StringRef key, StringRef kind,
                         StringRef bytes) const {
-  std::string final = path(key, kind);
+  std::string entry = path(key, kind);
   SmallString<256> temp;
   int fd;
-  if (llvm::sys::fs::createUniqueFile(final + ".tmp-%%%%%%%%", fd, temp))
+  if (llvm::sys::fs::createUniqueFile(entry + ".tmp-%%%%%%%%", fd, temp))
     return false;
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << bytes;
-    os.flush();
+    // Closing here reports a failed close as an error, not a fatal one.
+    os.close();
     if (os.has_error()) {
       os.clear_error();
       llvm::sys::fs::remove(temp);
       return false;
     }
   }
-  if (llvm::sys::fs::rename(temp, final)) {
+  if (llvm::sys::fs::rename(temp, entry)) {
     llvm::sys::fs::remove(temp);
     return false;
   }
@@ -130,8 +134,21 @@ splitHeader(StringRef ptx) {
                         ptx.drop_front(headerEnd + 1));
 }
 
+bool mlir::vortex::isKernelPTX(StringRef ptx, StringRef kernel) {
+  std::optional<std::pair<StringRef, StringRef>> parts = splitHeader(ptx);
+  if (!parts)
+    return false;
+  SmallVector<StringRef> lines;
+  parts->second.split(lines, '\n');
+  return llvm::any_of(lines, [&](StringRef line) {
+    return isEntryLine(line) && entryName(line) == kernel;
+  });
+}
+
 std::optional<std::string>
 mlir::vortex::joinKernelPTX(ArrayRef<SmallVector<char, 0>> pieces) {
+  if (pieces.empty())
+    return std::nullopt;
   std::string joined, header;
   for (const SmallVector<char, 0> &bytes : pieces) {
     std::optional<std::pair<StringRef, StringRef>> parts =

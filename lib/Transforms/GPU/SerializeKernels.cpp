@@ -13,6 +13,7 @@
 
 #include "Vortex/Transforms/GPU/KernelCache.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -22,6 +23,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Path.h"
+
+#include <atomic>
 
 namespace mlir::vortex {
 #define GEN_PASS_DEF_VORTEXGPUSERIALIZEKERNELS
@@ -57,6 +60,34 @@ gpu::GPUModuleOp pieceFor(gpu::GPUModuleOp module, StringAttr kernel) {
     }
   }
   return piece;
+}
+
+/// What makes a piece's PTX, as bytes: its bytecode, which no printing
+/// option changes, with the locations left out unless they carry debug
+/// information (without it LLVM's output does not depend on them, and a
+/// flow edited elsewhere keeps its kernels' keys).
+FailureOr<std::string> pieceFingerprint(gpu::GPUModuleOp piece) {
+  OwningOpRef<Operation *> copy(piece->clone());
+  bool debugInfo = false;
+  copy->walk([&](Operation *op) {
+    if (auto fused = dyn_cast<FusedLoc>(op->getLoc()))
+      debugInfo |= static_cast<bool>(fused.getMetadata());
+  });
+  if (!debugInfo) {
+    Location unknown = UnknownLoc::get(piece.getContext());
+    copy->walk([&](Operation *op) {
+      op->setLoc(unknown);
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            arg.setLoc(unknown);
+    });
+  }
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (failed(writeBytecodeToFile(copy.get(), os)))
+    return failure();
+  return bytes;
 }
 
 struct SerializeKernels
@@ -141,34 +172,38 @@ struct SerializeKernels
 
   /// What a piece's PTX depends on besides the piece: LLVM, the format and
   /// the libdevice it links.
-  std::string cacheContext(const gpu::TargetOptions &options) const {
+  SmallVector<std::string> cacheContext(const gpu::TargetOptions &options) {
     SmallString<256> libdevice(options.getToolkitPath());
     llvm::sys::path::append(libdevice, "nvvm", "libdevice",
                             "libdevice.10.bc");
-    return ("llvm " LLVM_VERSION_STRING "\0" + format + "\0" +
-            options.getToolkitPath() + "\0" +
-            vortex::KernelCache::fileIdentity(libdevice))
-        .str();
+    return {"llvm " LLVM_VERSION_STRING, format,
+            options.getToolkitPath().str(),
+            vortex::KernelCache::fileIdentity(libdevice)};
   }
 
   /// A piece's PTX: from the cache when it holds the piece, else compiled
-  /// (and stored).
+  /// (and stored). An entry that is not the kernel's PTX is replaced.
   std::optional<SmallVector<char, 0>>
-  serializePiece(gpu::GPUModuleOp piece, gpu::TargetAttrInterface target,
-                 const gpu::TargetOptions &options, StringRef context,
+  serializePiece(gpu::GPUModuleOp piece, StringRef kernel,
+                 gpu::TargetAttrInterface target,
+                 const gpu::TargetOptions &options,
+                 ArrayRef<std::string> context,
                  std::atomic<int> &storeFailures) {
     std::string key;
     if (cache) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      piece->print(os);
-      key = vortex::KernelCache::key({context, text});
-      if (std::optional<std::string> hit = cache->lookup(key, "ptx"))
-        return SmallVector<char, 0>(hit->begin(), hit->end());
+      FailureOr<std::string> fingerprint = pieceFingerprint(piece);
+      if (succeeded(fingerprint)) {
+        SmallVector<StringRef> parts(context.begin(), context.end());
+        parts.push_back(*fingerprint);
+        key = vortex::KernelCache::key(parts);
+        std::optional<std::string> hit = cache->lookup(key, "ptx");
+        if (hit && vortex::isKernelPTX(*hit, kernel))
+          return SmallVector<char, 0>(hit->begin(), hit->end());
+      }
     }
     std::optional<SmallVector<char, 0>> object =
         target.serializeToObject(piece, options);
-    if (object && cache &&
+    if (object && !key.empty() &&
         !cache->store(key, "ptx", StringRef(object->data(), object->size())))
       ++storeFailures;
     return object;
@@ -184,7 +219,7 @@ struct SerializeKernels
     for (Operation &op : module.getBodyRegion().front())
       if (isKernel(op))
         kernels.push_back(SymbolTable::getSymbolName(&op));
-    if (kernels.size() < 2 && !cache)
+    if (kernels.empty() || (kernels.size() < 2 && !cache))
       return std::optional<SmallVector<char, 0>>();
     SmallVector<gpu::GPUModuleOp> pieces;
     for (StringAttr kernel : kernels)
@@ -205,12 +240,15 @@ struct SerializeKernels
       return size[a] > size[b];
     });
     SmallVector<SmallVector<char, 0>> ptx(pieces.size());
-    std::string context = cache ? cacheContext(options) : "";
+    SmallVector<std::string> context;
+    if (cache)
+      context = cacheContext(options);
     std::atomic<int> storeFailures = 0;
     if (failed(failableParallelForEach(
             &getContext(), order, [&](size_t i) -> LogicalResult {
-              std::optional<SmallVector<char, 0>> object = serializePiece(
-                  pieces[i], target, options, context, storeFailures);
+              std::optional<SmallVector<char, 0>> object =
+                  serializePiece(pieces[i], kernels[i].getValue(), target,
+                                 options, context, storeFailures);
               if (!object)
                 return pieces[i].emitError()
                        << "an error happened while serializing kernel @"
@@ -224,6 +262,9 @@ struct SerializeKernels
                            << " kernel(s) could not be stored in the kernel "
                               "cache '"
                            << cache->directory() << "'";
+    // One kernel: its piece's PTX is the module's (less unused symbols).
+    if (ptx.size() == 1)
+      return std::optional<SmallVector<char, 0>>(std::move(ptx.front()));
     std::optional<std::string> joined = vortex::joinKernelPTX(ptx);
     if (!joined)
       return std::optional<SmallVector<char, 0>>();

@@ -1,17 +1,28 @@
 // cache-dir: each kernel's PTX is kept under a hash of its piece and read
-// back when the same piece comes again. A recompile gives the same output;
+// back when the same piece comes again (a module without kernels has none;
+// serialized whole, it records its LLVM time, which the comparisons drop). A recompile gives the same output;
 // entries tampered with show up in it, so they were read, not recompiled; a
 // module of one kernel takes the per-kernel path too; another chip is
 // another entry.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: vortex-opt %s --vortex-gpu-serialize-kernels | FileCheck %s
-// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" > %t/first.mlir
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" \
+// RUN:   | sed 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t/first.mlir
 // RUN: FileCheck %s < %t/first.mlir
 // RUN: ls %t/cache | sed 's/^[0-9a-f]\{64\}\./KEY./' | sort | uniq -c | FileCheck %s --check-prefix=THREE
-// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" > %t/second.mlir
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" \
+// RUN:   | sed 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t/second.mlir
 // RUN: cmp %t/first.mlir %t/second.mlir
 // RUN: for f in %t/cache/*.ptx; do echo '// from the kernel cache' >> $f; done
 // RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" | FileCheck %s --check-prefix=HIT
+// An entry that is not its kernel's PTX (here, the other kernel's) is
+// compiled again and replaced.
+// RUN: cp -r %t/cache %t/swapped
+// RUN: set -- %t/swapped/*.ptx && cp $1 %t/one.ptx && cp $2 $1 && cp $3 $2 && cp %t/one.ptx $3
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/swapped" \
+// RUN:   | sed 's/LLVMIRToISATimeInMs = [0-9]* : i64, //' > %t/third.mlir
+// RUN: cmp %t/third.mlir %t/first.mlir
+// RUN: not grep -q 'from the kernel cache' %t/swapped/*.ptx
 // RUN: sed 's/sm_90/sm_80/' %s | vortex-opt --vortex-gpu-serialize-kernels="cache-dir=%t/cache" | FileCheck %s --check-prefix=SM80
 // RUN: ls %t/cache | sed 's/^[0-9a-f]\{64\}\./KEY./' | sort | uniq -c | FileCheck %s --check-prefix=SIX
 
@@ -22,6 +33,8 @@
 // CHECK-NOT:     from the kernel cache
 // CHECK-LABEL: gpu.binary @one
 // CHECK-SAME:    .visible .entry only(
+// CHECK-LABEL: gpu.binary @none
+// CHECK-SAME:    .func helper(
 
 // HIT-LABEL: gpu.binary @two
 // HIT-SAME:    .visible .entry first(
@@ -36,8 +49,8 @@
 // SM80-SAME:    .target sm_80
 // SM80-NOT:     from the kernel cache
 
-// THREE: 3 KEY.ptx
-// SIX: 6 KEY.ptx
+// THREE: {{^ *3 KEY.ptx$}}
+// SIX: {{^ *6 KEY.ptx$}}
 
 gpu.module @two [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
   llvm.func @first(%p: !llvm.ptr<1>) attributes {gpu.kernel, nvvm.kernel} {
@@ -55,6 +68,15 @@ gpu.module @two [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
 gpu.module @one [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
   llvm.func @only(%p: !llvm.ptr<1>) attributes {gpu.kernel, nvvm.kernel} {
     %c = llvm.mlir.constant(3 : i32) : i32
+    llvm.store %c, %p : i32, !llvm.ptr<1>
+    llvm.return
+  }
+}
+
+// A module without kernels is serialized whole, as without the cache.
+gpu.module @none [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
+  llvm.func @helper(%p: !llvm.ptr<1>) {
+    %c = llvm.mlir.constant(5 : i32) : i32
     llvm.store %c, %p : i32, !llvm.ptr<1>
     llvm.return
   }

@@ -43,7 +43,8 @@ public:
   std::optional<std::string> lookup(StringRef key, StringRef kind) const;
 
   /// Stores an entry; false when it could not be written (the compile goes
-  /// on without it).
+  /// on without it). A compile killed while storing leaves a
+  /// `<key>.<kind>.tmp-*` file behind, never a partial entry.
   bool store(StringRef key, StringRef kind, StringRef bytes) const;
 
   /// The entry's path, written or not.
@@ -73,6 +74,10 @@ std::optional<std::string> joinKernelPTX(ArrayRef<SmallVector<char, 0>> pieces);
 /// per kernel, in order. Nothing when the PTX holds anything else at module
 /// scope (a `.func`, a `.global`) that a kernel may need.
 std::optional<SmallVector<PTXKernel>> splitPTXByKernel(StringRef ptx);
+
+/// Whether `ptx` is a PTX module that declares the entry `kernel` (a cache
+/// entry that is not is replaced).
+bool isKernelPTX(StringRef ptx, StringRef kernel);
 
 /// Whether a line of PTX may stand at module scope in a module of one
 /// kernel: the header, the kernel's entry and its performance directives.

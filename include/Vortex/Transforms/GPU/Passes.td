@@ -131,11 +131,13 @@ def VortexGPUSerializeKernels
     pieces could both define.
 
     With `cache-dir`, each kernel's PTX is kept in that directory under a
-    SHA-256 of its piece's IR, the LLVM version, the format and the
-    libdevice it links, and read back instead of compiled when the same
-    piece comes again (docs/gpu.md, "Kernel cache"); modules of one kernel
-    then take the per-kernel path too. A directory that cannot be created
-    is an error; an entry that cannot be written, a warning.
+    SHA-256 of its piece (as bytecode, without locations unless they carry
+    debug information), the LLVM version, the format and the libdevice it
+    links, and read back instead of compiled when the same piece comes
+    again (docs/gpu.md, "Kernel cache"); modules of one kernel then take
+    the per-kernel path too. An entry that does not declare the kernel is
+    compiled again and replaced. A directory that cannot be created is an
+    error; an entry that cannot be written, a warning.
 
     An unknown `format` is rejected, as is a `gpu.module` without targets.
 
