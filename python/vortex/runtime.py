@@ -409,14 +409,9 @@ class CompiledFlowGPU:
             for kernel in names:
                 path = self.manifest.kernel_cubin(kernel)
                 with open(path, "rb") as f:
-                    image = f.read()
-                mod = ctypes.c_void_p()
-                buf = ctypes.create_string_buffer(image, len(image))
-                self._drv.check(self._drv.cuModuleLoadData(
-                    ctypes.byref(mod), ctypes.cast(buf, ctypes.c_void_p)),
-                    f"cuModuleLoadData({path})")
-                loaded.append(mod.value)
-                by_kernel[kernel] = mod.value
+                    mod = self._load_cubin(f.read(), path)
+                loaded.append(mod)
+                by_kernel[kernel] = mod
         except (OSError, CudaDriverError):
             self._unload(loaded)
             raise
@@ -446,21 +441,21 @@ class CompiledFlowGPU:
             with open(path, "rb") as f:
                 image = f.read()
             try:
-                if kind == "ptx":
-                    mod = self._load_ptx(image)
-                else:
-                    handle = ctypes.c_void_p()
-                    buf = ctypes.create_string_buffer(image, len(image))
-                    self._drv.check(self._drv.cuModuleLoadData(
-                        ctypes.byref(handle),
-                        ctypes.cast(buf, ctypes.c_void_p)),
-                        f"cuModuleLoadData({path})")
-                    mod = handle.value
+                mod = (self._load_ptx(image) if kind == "ptx"
+                       else self._load_cubin(image, path))
                 return {k: mod for k in self._kernel_names()}, path
             except CudaDriverError as err:
                 errors.append(f"{kind}: {err}")
         raise CudaDriverError(f"{m.flow}: could not load a module: "
                               + "; ".join(errors))
+
+    def _load_cubin(self, image: bytes, path: str) -> int:
+        mod = ctypes.c_void_p()
+        buf = ctypes.create_string_buffer(image, len(image))
+        self._drv.check(self._drv.cuModuleLoadData(
+            ctypes.byref(mod), ctypes.cast(buf, ctypes.c_void_p)),
+            f"cuModuleLoadData({path})")
+        return mod.value
 
     def _load_ptx(self, image: bytes) -> int:
         if not image.endswith(b"\0"):

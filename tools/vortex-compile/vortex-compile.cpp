@@ -271,29 +271,37 @@ static std::string findPtxas(StringRef toolkit) {
 
 static std::string chipName() { return chip.empty() ? "sm_90" : chip.getValue(); }
 
-/// Runs a tool, its stdout and stderr into a temporary log that is returned
-/// in `message` when it fails. Safe to call from several threads.
-static LogicalResult runToolQuietly(StringRef program, ArrayRef<StringRef> args,
-                                    const llvm::Twine &what,
-                                    std::string &message) {
+/// Runs a tool, its stdout and stderr together into `output` (through a
+/// temporary log); the exit code, or -1 with `error` set when it could not
+/// run. Safe to call from several threads.
+static int runCapturing(StringRef program, ArrayRef<StringRef> args,
+                        std::string &output, std::string &error) {
   SmallString<128> log;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("vortex-tool", "log", log)) {
-    message = "cannot create a temporary file: " + ec.message();
-    return failure();
+    error = "cannot create a temporary file: " + ec.message();
+    return -1;
   }
   llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
-  std::string error;
   int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
                                      /*SecondsToWait=*/0, /*MemoryLimit=*/0,
                                      &error);
-  if (rc == 0)
-    return success();
-  std::string output;
   if (auto buffer = llvm::MemoryBuffer::getFile(log))
     output = (*buffer)->getBuffer().rtrim().str();
+  return rc;
+}
+
+/// Runs a tool; when it fails, `message` says so with its output. Safe to
+/// call from several threads.
+static LogicalResult runToolQuietly(StringRef program, ArrayRef<StringRef> args,
+                                    const llvm::Twine &what,
+                                    std::string &message) {
+  std::string output, error;
+  int rc = runCapturing(program, args, output, error);
+  if (rc == 0)
+    return success();
   message = (what + " failed" +
              (rc < 0 ? ": " + error : " with exit code " + std::to_string(rc)) +
              (output.empty() ? "" : ":\n" + output))
@@ -348,16 +356,10 @@ static LogicalResult runPtxas(StringRef ptxPath, StringRef cubinPath,
 /// too) and what it says its version is.
 static std::string ptxasIdentity(StringRef ptxas) {
   std::string identity = vortex::KernelCache::fileIdentity(ptxas);
-  SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("vortex-ptxas-version", "txt", log))
-    return identity;
-  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
+  std::string version, error;
   StringRef args[] = {ptxas, "--version"};
-  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects) == 0)
-    if (auto buffer = llvm::MemoryBuffer::getFile(log))
-      identity += "\n" + (*buffer)->getBuffer().str();
+  if (runCapturing(ptxas, args, version, error) == 0)
+    identity += "\n" + version;
   return identity;
 }
 

@@ -99,19 +99,20 @@ bool KernelCache::store(StringRef key, StringRef kind,
   return true;
 }
 
+static bool isEntryLine(StringRef line) {
+  return line.starts_with(".visible .entry") || line.starts_with(".entry");
+}
+
+// Module scope is every line that starts with '.': inside a function every
+// line is indented, and a label starts with '$'.
 bool mlir::vortex::isKernelPTXTopLevel(StringRef line) {
   return line.starts_with(".version") || line.starts_with(".target") ||
-         line.starts_with(".address_size") ||
-         line.starts_with(".visible .entry") || line.starts_with(".entry") ||
+         line.starts_with(".address_size") || isEntryLine(line) ||
          line.starts_with(".maxntid") || line.starts_with(".reqntid") ||
          line.starts_with(".minnctapersm") || line.starts_with(".maxnreg") ||
          line.starts_with(".maxclusterrank") ||
          line.starts_with(".reqnctapercluster") ||
          line.starts_with(".explicitcluster");
-}
-
-static bool isEntryLine(StringRef line) {
-  return line.starts_with(".visible .entry") || line.starts_with(".entry");
 }
 
 /// The kernel an entry line declares: `.visible .entry name(`.
