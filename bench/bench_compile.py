@@ -2,7 +2,7 @@
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
-        [--options "" "topk-threads=256" ...] [--cache none cold warm edit]
+        [--options "" "topk-threads=256" ...] [--cache none cold warm edit other]
         [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
@@ -19,7 +19,10 @@ machine: a shared machine's speed drifts by tens of percent within an hour.
 `edit` with one that holds the flow and a compile of the flow edited on its
 score side (its query heads per KV head changed by --vortex-set-config,
 flow name kept: the score kernel changes, the top-k and cache kernels do
-not). Preparing a cache is not timed.
+not), and `other` with one that holds another flow (`--other`, default
+block_sparse_attention; for that flow itself gqa_quest_sparse_attention): a
+first compile of a flow after one with the same top-k, whose kernels it
+shares. Preparing a cache is not timed.
 """
 
 import argparse
@@ -68,8 +71,10 @@ def main() -> int:
     ap.add_argument("--chip", default="sm_90")
     ap.add_argument("--md", default=None, help="markdown output path")
     ap.add_argument("--cache", nargs="+", default=["none"],
-                    choices=["none", "cold", "warm", "edit"],
+                    choices=["none", "cold", "warm", "edit", "other"],
                     help="kernel-cache modes (default: none)")
+    ap.add_argument("--other", default="block_sparse_attention",
+                    help="the flow an `other` cache holds")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
@@ -77,7 +82,7 @@ def main() -> int:
         if not os.access(tool, os.X_OK):
             ap.error(f"--compile: {tool} is not an executable "
                      "(build it: scripts/build.sh vortex-compile)")
-    for flow in args.flows:
+    for flow in args.flows + [args.other]:
         if not os.path.isfile(os.path.join(ROOT, "examples", flow + ".mlir")):
             ap.error(f"--flows: no examples/{flow}.mlir")
 
@@ -101,8 +106,13 @@ def main() -> int:
                                     "group-size=5"], check=True, stdout=f)
             times = {}
 
-            def command(tool, opts, extra, cache):
-                return [tool, src if cache != "edit" else edited, "-o", out,
+            other = args.other if args.other != flow else next(
+                f for f in DEFAULT_FLOWS if f != flow)
+            other_src = os.path.join(ROOT, "examples", other + ".mlir")
+
+            def command(tool, opts, extra, cache, source=None):
+                source = source or (edited if cache == "edit" else src)
+                return [tool, source, "-o", out,
                         f"--target={args.chip}",
                         *("--" + o for o in opts.split()),
                         *([extra] if extra else []),
@@ -112,8 +122,9 @@ def main() -> int:
             def prepare(tool, opts, extra, mode):
                 """An untimed cache for `mode` at cache_dir."""
                 shutil.rmtree(cache_dir, ignore_errors=True)
-                if mode in ("warm", "edit"):
-                    cmd = command(tool, opts, extra, "warm")
+                if mode in ("warm", "edit", "other"):
+                    cmd = command(tool, opts, extra, "warm",
+                                  other_src if mode == "other" else None)
                     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
 
@@ -134,7 +145,8 @@ def main() -> int:
                     t = sorted(times[(tool, opts, mode, extra)])
                     cells.append(f"{t[0]:.2f} / {statistics.median(t):.2f} "
                                  f"/ {t[-1]:.2f}")
-                lines.append(f"| {tool} | {opts or '-'} | {mode} | {flow} | "
+                label = f"other ({other})" if mode == "other" else mode
+                lines.append(f"| {tool} | {opts or '-'} | {label} | {flow} | "
                              f"{cells[0]} | {cells[1]} |")
                 print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"

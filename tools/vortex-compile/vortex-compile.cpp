@@ -363,30 +363,21 @@ static std::string ptxasIdentity(StringRef ptxas) {
   return identity;
 }
 
-/// One kernel's cubin, from the cache when it holds the kernel's PTX
-/// assembled the same way (and is an ELF image), else from ptxas (and
-/// stored).
-static FailureOr<std::string>
-assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
-               StringRef identity, ArrayRef<StringRef> flags,
-               const vortex::KernelCache &cache,
-               std::atomic<int> &storeFailures, std::string &message) {
-  SmallVector<StringRef> parts = {"ptxas", identity};
-  llvm::append_range(parts, flags);
-  parts.push_back(kernel.ptx);
-  std::string key = vortex::KernelCache::key(parts);
-  if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
-    if (StringRef(*hit).starts_with("\x7f" "ELF"))
-      return *hit;
+/// ptxas on one kernel's PTX (`name` names the kernel in messages and
+/// temporary files): the cubin's bytes.
+static FailureOr<std::string> assemblePTX(StringRef ptx, StringRef name,
+                                          StringRef ptxas,
+                                          ArrayRef<StringRef> flags,
+                                          std::string &message) {
   SmallString<128> ptxPath, cubinPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "vortex-" + kernel.name, "ptx", ptxPath)) {
+          "vortex-" + name, "ptx", ptxPath)) {
     message = "cannot create a temporary file: " + ec.message();
     return failure();
   }
   llvm::scope_exit removePtx([&] { llvm::sys::fs::remove(ptxPath); });
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "vortex-" + kernel.name, "cubin", cubinPath)) {
+          "vortex-" + name, "cubin", cubinPath)) {
     message = "cannot create a temporary file: " + ec.message();
     return failure();
   }
@@ -395,7 +386,7 @@ assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxPath, ec);
     if (!ec) {
-      os << kernel.ptx;
+      os << ptx;
       os.close();
     }
     if (ec || os.has_error()) {
@@ -407,21 +398,73 @@ assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
   SmallVector<StringRef> args = {ptxas};
   llvm::append_range(args, flags);
   args.append({ptxPath, "-o", cubinPath});
-  std::string what =
-      (llvm::join(ArrayRef(args).drop_back(3), " ") + " (kernel @" +
-       kernel.name + ")");
+  std::string what = llvm::join(ArrayRef(args).drop_back(3), " ") +
+                     " (kernel @" + name.str() + ")";
   if (failed(runToolQuietly(ptxas, args, what, message)))
     return failure();
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
   if (!cubin) {
-    message = "ptxas left no cubin for @" + kernel.name;
+    message = ("ptxas left no cubin for @" + name).str();
     return failure();
   }
-  std::string bytes = (*cubin)->getBuffer().str();
-  if (!cache.store(key, "cubin", bytes))
+  return (*cubin)->getBuffer().str();
+}
+
+/// One kernel's cubin, from the cache when it holds the kernel's PTX
+/// assembled the same way, else from ptxas (and stored). The entry is the
+/// kernel assembled under the cache's kernel name, so that every flow with
+/// the same kernel shares it; the kernel's own name is written into the
+/// copy returned (vortex::renameCubinKernel). An entry it cannot be written
+/// into is replaced. A kernel that cannot go under the cache's name (a
+/// longer name, or PTX that would not map back) is assembled and kept
+/// under its own.
+static FailureOr<std::string>
+assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
+               StringRef identity, ArrayRef<StringRef> flags,
+               const vortex::KernelCache &cache,
+               std::atomic<int> &storeFailures, std::string &message) {
+  SmallVector<StringRef> parts = {"ptxas", identity};
+  llvm::append_range(parts, flags);
+  StringRef cached = vortex::cachedKernelName();
+  std::string shared;
+  if (kernel.name.size() <= cached.size() &&
+      !StringRef(kernel.ptx).contains(cached)) {
+    shared = vortex::replaceAll(kernel.ptx, kernel.name, cached);
+    if (vortex::replaceAll(shared, cached, kernel.name) != kernel.ptx)
+      shared.clear();
+  }
+  if (!shared.empty()) {
+    parts.push_back(shared);
+    std::string key = vortex::KernelCache::key(parts);
+    if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
+      if (std::optional<std::string> named =
+              vortex::renameCubinKernel(*hit, kernel.name))
+        return *named;
+    std::string ignored;
+    FailureOr<std::string> cubin =
+        assemblePTX(shared, kernel.name, ptxas, flags, ignored);
+    if (succeeded(cubin))
+      if (std::optional<std::string> named =
+              vortex::renameCubinKernel(*cubin, kernel.name)) {
+        if (!cache.store(key, "cubin", *cubin))
+          ++storeFailures;
+        return *named;
+      }
+    // ptxas's messages, if it failed, come from the run below, which names
+    // the kernel as the flow does.
+    parts.pop_back();
+  }
+  parts.push_back(kernel.ptx);
+  std::string key = vortex::KernelCache::key(parts);
+  if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
+    if (StringRef(*hit).starts_with("\x7f" "ELF"))
+      return *hit;
+  FailureOr<std::string> cubin =
+      assemblePTX(kernel.ptx, kernel.name, ptxas, flags, message);
+  if (succeeded(cubin) && !cache.store(key, "cubin", *cubin))
     ++storeFailures;
-  return bytes;
+  return cubin;
 }
 
 /// --kernel-cache: a cubin per kernel, <outdir>/<kernel>.cubin, each from

@@ -3,6 +3,8 @@
 #include "Vortex/Transforms/GPU/KernelCache.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -16,7 +18,11 @@ using namespace mlir;
 using namespace mlir::vortex;
 
 /// Bumped when what an entry holds, or how its key is formed, changes.
-static constexpr llvm::StringLiteral kCacheFormat = "vortex-kernel-cache-1";
+static constexpr llvm::StringLiteral kCacheFormat = "vortex-kernel-cache-2";
+
+/// The length of `cachedKernelName()`: the longest kernel name a shared cubin
+/// entry can take (longer ones get entries of their own).
+static constexpr size_t kCachedKernelNameLength = 256;
 
 FailureOr<KernelCache> KernelCache::open(StringRef dir, std::string &error) {
   if (dir.empty()) {
@@ -64,6 +70,13 @@ std::string KernelCache::path(StringRef key, StringRef kind) const {
   return std::string(p);
 }
 
+/// The first line of an entry: what it is, so that an entry read under
+/// another key (copied, swapped) is a miss. Entries are under the cache's
+/// kernel name, so their contents alone would not tell.
+static std::string entryHeader(StringRef key, StringRef kind) {
+  return (kCacheFormat + " " + key + "." + kind + "\n").str();
+}
+
 std::optional<std::string> KernelCache::lookup(StringRef key,
                                                StringRef kind) const {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
@@ -71,7 +84,10 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
                                   /*RequiresNullTerminator=*/false);
   if (!buffer)
     return std::nullopt;
-  return (*buffer)->getBuffer().str();
+  StringRef bytes = (*buffer)->getBuffer();
+  if (!bytes.consume_front(entryHeader(key, kind)))
+    return std::nullopt;
+  return bytes.str();
 }
 
 bool KernelCache::store(StringRef key, StringRef kind,
@@ -83,7 +99,7 @@ bool KernelCache::store(StringRef key, StringRef kind,
     return false;
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << bytes;
+    os << entryHeader(key, kind) << bytes;
     // Closing here reports a failed close as an error, not a fatal one.
     os.close();
     if (os.has_error()) {
@@ -191,8 +207,9 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
   auto [header, body] = *parts;
   SmallVector<StringRef> lines;
   body.split(lines, '\n');
-  // Where each kernel's lines start: its entry, and the comments (its
-  // `.globl`) right above it; the first kernel also takes what precedes.
+  // Where each kernel's lines start: its entry, and the comments right
+  // above it (its `.globl`, its demoted workgroup buffers), which name it
+  // and so belong with it; the first kernel also takes what precedes.
   SmallVector<size_t> starts;
   for (auto [i, line] : llvm::enumerate(lines)) {
     if (line.starts_with(".") && !isKernelPTXTopLevel(line))
@@ -201,7 +218,8 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
       continue;
     size_t start = i;
     while (start > 0 && (lines[start - 1].empty() ||
-                         lines[start - 1].starts_with("\t//")))
+                         lines[start - 1].starts_with("\t//") ||
+                         lines[start - 1].starts_with("//")))
       --start;
     starts.push_back(starts.empty() ? 0 : start);
   }
@@ -225,4 +243,70 @@ mlir::vortex::splitPTXByKernel(StringRef ptx) {
   if (kernels.empty())
     return std::nullopt;
   return kernels;
+}
+
+StringRef mlir::vortex::cachedKernelName() {
+  static const std::string name = [] {
+    std::string padded = "vortex_cached_kernel_";
+    padded.resize(kCachedKernelNameLength, 'x');
+    return padded;
+  }();
+  return name;
+}
+
+std::string mlir::vortex::replaceAll(StringRef text, StringRef from,
+                                     StringRef to) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = text.find(from); !from.empty() && at != StringRef::npos;
+       at = text.find(from)) {
+    out += text.take_front(at);
+    out += to;
+    text = text.drop_front(at + from.size());
+  }
+  out += text;
+  return out;
+}
+
+std::optional<std::string> mlir::vortex::renameCubinKernel(StringRef cubin,
+                                                           StringRef kernel) {
+  StringRef from = cachedKernelName();
+  if (kernel.empty() || kernel.size() > from.size())
+    return std::nullopt;
+  llvm::Expected<llvm::object::ELF64LEFile> file =
+      llvm::object::ELF64LEFile::create(cubin);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return std::nullopt;
+  }
+  auto sections = file->sections();
+  if (!sections) {
+    llvm::consumeError(sections.takeError());
+    return std::nullopt;
+  }
+  std::string out = cubin.str();
+  int renamed = 0;
+  for (const llvm::object::ELF64LE::Shdr &section : *sections) {
+    if (section.sh_type != llvm::ELF::SHT_STRTAB)
+      continue;
+    uint64_t begin = section.sh_offset, size = section.sh_size;
+    if (begin > out.size() || size > out.size() - begin)
+      return std::nullopt;
+    char *table = out.data() + begin;
+    StringRef view(table, size);
+    for (size_t at = view.find(from); at != StringRef::npos;
+         at = view.find(from, at + from.size())) {
+      // In place, so only where the name ends: `.text.<name>`, not
+      // `<name>_0`, whose tail would be cut off.
+      size_t end = at + from.size();
+      if (end >= size || table[end] != '\0')
+        return std::nullopt;
+      std::memcpy(table + at, kernel.data(), kernel.size());
+      std::memset(table + at + kernel.size(), 0, from.size() - kernel.size());
+      ++renamed;
+    }
+  }
+  if (renamed == 0 || StringRef(out).contains(from))
+    return std::nullopt;
+  return out;
 }

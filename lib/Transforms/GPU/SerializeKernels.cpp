@@ -90,6 +90,39 @@ FailureOr<std::string> pieceFingerprint(gpu::GPUModuleOp piece) {
   return bytes;
 }
 
+/// Renames `kernel` in `piece` to the cache's name in every symbol that
+/// carries it (the kernel, its workgroup buffers `__wg_<kernel>_<i>`), so
+/// that neither the piece's key nor its PTX depends on the name: the same
+/// kernel in another flow finds the entry. False (the piece then keeps its
+/// names) when a symbol holds the cache's name already, or a new name would
+/// not map back.
+bool renameForCache(gpu::GPUModuleOp piece, StringRef kernel) {
+  StringRef cached = vortex::cachedKernelName();
+  SmallVector<Operation *> carriers;
+  for (Operation &op : piece.getBodyRegion().front()) {
+    if (!isa<SymbolOpInterface>(op))
+      continue;
+    StringRef name = SymbolTable::getSymbolName(&op).getValue();
+    if (name.contains(cached))
+      return false;
+    if (name.contains(kernel))
+      carriers.push_back(&op);
+  }
+  // The module's name reaches the key, not the PTX.
+  SymbolTable::setSymbolName(piece, "vortex_cached_kernels");
+  for (Operation *op : carriers) {
+    StringRef name = SymbolTable::getSymbolName(op).getValue();
+    std::string renamed = vortex::replaceAll(name, kernel, cached);
+    if (vortex::replaceAll(renamed, cached, kernel) != name)
+      return false;
+    auto attr = StringAttr::get(piece.getContext(), renamed);
+    if (failed(SymbolTable::replaceAllSymbolUses(op, attr, piece)))
+      return false;
+    SymbolTable::setSymbolName(op, attr);
+  }
+  return true;
+}
+
 struct SerializeKernels
     : mlir::vortex::impl::VortexGPUSerializeKernelsBase<SerializeKernels> {
   using Base::Base;
@@ -182,7 +215,9 @@ struct SerializeKernels
   }
 
   /// A piece's PTX: from the cache when it holds the piece, else compiled
-  /// (and stored). An entry that is not the kernel's PTX is replaced.
+  /// (and stored). With the cache the piece is compiled, keyed and stored
+  /// under the cache's kernel name, which its PTX then trades for the
+  /// kernel's. An entry that is not a kernel's PTX is replaced.
   std::optional<SmallVector<char, 0>>
   serializePiece(gpu::GPUModuleOp piece, StringRef kernel,
                  gpu::TargetAttrInterface target,
@@ -190,23 +225,33 @@ struct SerializeKernels
                  ArrayRef<std::string> context,
                  std::atomic<int> &storeFailures) {
     std::string key;
+    StringRef name = kernel;
     if (cache) {
+      if (renameForCache(piece, kernel))
+        name = vortex::cachedKernelName();
       FailureOr<std::string> fingerprint = pieceFingerprint(piece);
       if (succeeded(fingerprint)) {
         SmallVector<StringRef> parts(context.begin(), context.end());
         parts.push_back(*fingerprint);
         key = vortex::KernelCache::key(parts);
-        std::optional<std::string> hit = cache->lookup(key, "ptx");
-        if (hit && vortex::isKernelPTX(*hit, kernel))
-          return SmallVector<char, 0>(hit->begin(), hit->end());
       }
     }
+    auto named = [&](StringRef ptx) {
+      std::string renamed = vortex::replaceAll(ptx, name, kernel);
+      return SmallVector<char, 0>(renamed.begin(), renamed.end());
+    };
+    if (!key.empty())
+      if (std::optional<std::string> hit = cache->lookup(key, "ptx"))
+        if (vortex::isKernelPTX(*hit, name))
+          return named(*hit);
     std::optional<SmallVector<char, 0>> object =
         target.serializeToObject(piece, options);
-    if (object && !key.empty() &&
-        !cache->store(key, "ptx", StringRef(object->data(), object->size())))
+    if (!object)
+      return std::nullopt;
+    StringRef ptx(object->data(), object->size());
+    if (!key.empty() && !cache->store(key, "ptx", ptx))
       ++storeFailures;
-    return object;
+    return named(ptx);
   }
 
   /// The module's PTX, each kernel compiled from its own piece; nothing

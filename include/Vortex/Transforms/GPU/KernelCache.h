@@ -22,7 +22,8 @@
 
 namespace mlir::vortex {
 
-/// A directory of cache entries, each a file `<key>.<kind>`. An entry is
+/// A directory of cache entries, each a file `<key>.<kind>`: a first line
+/// naming the format, the key and the kind, then the bytes. An entry is
 /// written to a temporary file and renamed into place, so concurrent
 /// compiles share a directory and a reader never sees half an entry.
 class KernelCache {
@@ -39,7 +40,8 @@ public:
   /// real path, size and modification time; "" when it does not exist.
   static std::string fileIdentity(StringRef path);
 
-  /// The entry's bytes, or nothing on a miss (a missing or unreadable entry).
+  /// The entry's bytes, or nothing on a miss (a missing or unreadable
+  /// entry, or one whose first line is not this key's).
   std::optional<std::string> lookup(StringRef key, StringRef kind) const;
 
   /// Stores an entry; false when it could not be written (the compile goes
@@ -78,6 +80,25 @@ std::optional<SmallVector<PTXKernel>> splitPTXByKernel(StringRef ptx);
 /// Whether `ptx` is a PTX module that declares the entry `kernel` (a cache
 /// entry that is not is replaced).
 bool isKernelPTX(StringRef ptx, StringRef kernel);
+
+/// The name every kernel has inside the cache's entries. A kernel's name
+/// names its flow, so entries keyed and stored under it would serve one flow
+/// only; under this name, a kernel that several flows share (their top-k,
+/// most often) is compiled once. Long, so that a cubin entry can take any
+/// kernel name up to its length in place (renameCubinKernel).
+StringRef cachedKernelName();
+
+/// `text` with every occurrence of `from` replaced by `to`.
+std::string replaceAll(StringRef text, StringRef from, StringRef to);
+
+/// A cubin of one kernel assembled under `cachedKernelName()`, with that
+/// name changed to `kernel` wherever it ends a name in the ELF string
+/// tables (the kernel's symbol and its sections, `.text.<name>` and the
+/// like), the rest of the old name's bytes set to NUL. Nothing when `cubin`
+/// is not such an image: not ELF, no such name, the name inside another one,
+/// or found outside the string tables; or when `kernel` is longer.
+std::optional<std::string> renameCubinKernel(StringRef cubin,
+                                             StringRef kernel);
 
 /// Whether a line of PTX may stand at module scope in a module of one
 /// kernel: the header, the kernel's entry and its performance directives.
