@@ -98,27 +98,27 @@ FailureOr<std::string> pieceFingerprint(gpu::GPUModuleOp piece) {
 /// not map back.
 bool renameForCache(gpu::GPUModuleOp piece, StringRef kernel) {
   StringRef cached = vortex::cachedKernelName();
-  SmallVector<Operation *> carriers;
+  SmallVector<std::pair<Operation *, StringAttr>> renames;
   for (Operation &op : piece.getBodyRegion().front()) {
     if (!isa<SymbolOpInterface>(op))
       continue;
     StringRef name = SymbolTable::getSymbolName(&op).getValue();
     if (name.contains(cached))
       return false;
-    if (name.contains(kernel))
-      carriers.push_back(&op);
-  }
-  // The module's name reaches the key, not the PTX.
-  SymbolTable::setSymbolName(piece, "vortex_cached_kernels");
-  for (Operation *op : carriers) {
-    StringRef name = SymbolTable::getSymbolName(op).getValue();
+    if (!name.contains(kernel))
+      continue;
     std::string renamed = vortex::replaceAll(name, kernel, cached);
     if (vortex::replaceAll(renamed, cached, kernel) != name)
       return false;
-    auto attr = StringAttr::get(piece.getContext(), renamed);
-    if (failed(SymbolTable::replaceAllSymbolUses(op, attr, piece)))
+    renames.emplace_back(&op, StringAttr::get(piece.getContext(), renamed));
+  }
+  // All checked before any is renamed: a piece is renamed whole or not at
+  // all. The module's name reaches the key, not the PTX.
+  SymbolTable::setSymbolName(piece, "vortex_cached_kernels");
+  for (auto [op, renamed] : renames) {
+    if (failed(SymbolTable::replaceAllSymbolUses(op, renamed, piece)))
       return false;
-    SymbolTable::setSymbolName(op, attr);
+    SymbolTable::setSymbolName(op, renamed);
   }
   return true;
 }
