@@ -24,7 +24,7 @@ import tempfile
 from typing import Optional, Sequence
 
 __all__ = ["VortexCompileError", "cache_dir", "compile", "find_tool",
-           "kernel_cache_dir"]
+           "kernel_cache_dir", "kernel_cache_limit"]
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -98,6 +98,20 @@ def kernel_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "vortex", "kernels")
 
 
+def kernel_cache_limit() -> str:
+    """The size the kernel cache is trimmed to after each compile, least
+    recently used entries first (vortex-compile --kernel-cache-limit: bytes,
+    or a number with K, M or G): $VORTEX_KERNEL_CACHE_LIMIT, else 1G."""
+    return os.environ.get("VORTEX_KERNEL_CACHE_LIMIT") or "1G"
+
+
+def _names_option(options: Sequence[str], name: str) -> bool:
+    """Whether `options` hold `--name` (or `-name`), with or without a
+    value."""
+    return any(o.split("=", 1)[0].lstrip("-") == name and o.startswith("-")
+               for o in options)
+
+
 def _tool_identity(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
@@ -129,18 +143,24 @@ def compile(source: str, target: str = "cpu", out_dir: Optional[str] = None,
     vortex-compile as they are. Without `out_dir` the result lands in the
     compile cache (`cache_dir()`), keyed by a content hash; a hit costs a
     hash and a directory lookup. For a GPU target the kernels also go
-    through the kernel cache (`kernel_cache_dir()`) unless `use_cache` is
-    false or `options` name a --kernel-cache. Raises VortexCompileError
-    with the tool's diagnostics."""
+    through the kernel cache (`kernel_cache_dir()`, trimmed to
+    `kernel_cache_limit()`) unless `use_cache` is false or `options` name a
+    --kernel-cache. Raises VortexCompileError with the tool's
+    diagnostics."""
     text = _read_source(source)
     tool = find_tool("vortex-compile")
     args = [f"--target={target}"] + ([f"--flow={flow}"] if flow else []) + \
         list(options)
-    if use_cache and target != "cpu" and not any(
-            o.startswith(("--kernel-cache", "-kernel-cache")) for o in options):
+    trim = []
+    if use_cache and target != "cpu" and not _names_option(options,
+                                                           "kernel-cache"):
         args.append(f"--kernel-cache={kernel_cache_dir()}")
+        if not _names_option(options, "kernel-cache-limit"):
+            trim = [f"--kernel-cache-limit={kernel_cache_limit()}"]
+    # The limit shapes the kernel cache, not the output: not in the key.
     key = hashlib.sha256("\0".join(
         [text, *args, _tool_identity(tool)]).encode()).hexdigest()[:24]
+    args += trim
     if out_dir is None:
         out_dir = os.path.join(cache_dir(), key)
         if use_cache and os.path.isdir(out_dir):

@@ -57,9 +57,10 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
 
 #include <atomic>
-#include "llvm/Support/WithColor.h"
+#include <limits>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -140,6 +141,14 @@ static cl::opt<std::string> kernelCache(
              "kernel, <kernel>.cubin (manifest artifacts.cubins; docs/gpu.md, "
              "\"Kernel cache\")"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
+
+static cl::opt<std::string> kernelCacheLimit(
+    "kernel-cache-limit",
+    cl::desc("After the compile, remove the kernel cache's least recently "
+             "used entries until they take at most this many bytes (a "
+             "number, optionally with K, M or G: binary units); default: no "
+             "limit"),
+    cl::value_desc("size"), cl::init(""), cl::cat(category));
 
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
@@ -723,6 +732,35 @@ static FailureOr<StringRef> ptxOf(ModuleOp module, StringRef toolkit) {
   return ptx;
 }
 
+/// --kernel-cache-limit in bytes: nothing without one, failure (reported)
+/// when it is not a size or comes without --kernel-cache.
+static FailureOr<std::optional<uint64_t>> parseKernelCacheLimit() {
+  StringRef text = StringRef(kernelCacheLimit).trim();
+  if (text.empty())
+    return std::optional<uint64_t>();
+  if (kernelCache.empty()) {
+    fail("--kernel-cache-limit needs --kernel-cache");
+    return failure();
+  }
+  unsigned shift = 0;
+  switch (llvm::toUpper(text.back())) {
+  case 'K': shift = 10; break;
+  case 'M': shift = 20; break;
+  case 'G': shift = 30; break;
+  default: break;
+  }
+  if (shift)
+    text = text.drop_back();
+  uint64_t value;
+  if (text.getAsInteger(10, value) ||
+      (shift && value > (std::numeric_limits<uint64_t>::max() >> shift))) {
+    fail("--kernel-cache-limit: '" + kernelCacheLimit +
+         "' is not a size (bytes, or a number with K, M or G)");
+    return failure();
+  }
+  return std::optional<uint64_t>(value << shift);
+}
+
 static int compileGPU(MLIRContext &context, Compilation &c) {
   vortex::VortexNVVMPipelineOptions options;
   if (failed(gpuPipelineOptions(options)))
@@ -732,6 +770,9 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
 
   // A hand-written manifest is judged before the pipeline reads it.
   if (failed(getManifest(c)))
+    return 1;
+  FailureOr<std::optional<uint64_t>> cacheLimit = parseKernelCacheLimit();
+  if (failed(cacheLimit))
     return 1;
   std::optional<vortex::KernelCache> cache;
   if (!kernelCache.empty()) {
@@ -838,8 +879,13 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     artifacts["cubins"] = std::move(*kernelCubins);
   else if (!noCubin)
     artifacts["cubin"] = llvm::sys::path::filename(cubinPath).str();
-  return failed(writeManifest(c, std::move(json), chipName(),
-                              std::move(artifacts)));
+  if (failed(writeManifest(c, std::move(json), chipName(),
+                           std::move(artifacts))))
+    return 1;
+  // Last, so that this compile's entries are the most recently used.
+  if (cache && *cacheLimit)
+    cache->trim(**cacheLimit);
+  return 0;
 }
 
 /// The C compiler that links the shared object: $CC, else gcc, cc, clang.

@@ -8,11 +8,14 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <array>
+#include <chrono>
 #include <cstring>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -87,7 +90,72 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
   StringRef bytes = (*buffer)->getBuffer();
   if (!bytes.consume_front(entryHeader(key, kind)))
     return std::nullopt;
+  // Used now: trim removes the entries used longest ago first.
+  int fd;
+  if (!llvm::sys::fs::openFileForRead(path(key, kind), fd)) {
+    (void)llvm::sys::fs::setLastAccessAndModificationTime(
+        fd, std::chrono::system_clock::now());
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  }
   return bytes.str();
+}
+
+/// Whether `name` is an entry (`<64 hex digits>.<kind>`) or an entry's
+/// temporary file (`<entry>.tmp-<random>`).
+static bool isEntryName(StringRef name, bool &temporary) {
+  size_t tmp = name.find(".tmp-");
+  temporary = tmp != StringRef::npos;
+  StringRef entry = temporary ? name.take_front(tmp) : name;
+  auto [key, kind] = entry.split('.');
+  return key.size() == 64 && llvm::all_of(key, llvm::isHexDigit) &&
+         (kind == "ptx" || kind == "cubin");
+}
+
+KernelCache::TrimResult KernelCache::trim(uint64_t maxBytes) const {
+  struct File {
+    std::string path;
+    uint64_t size;
+    llvm::sys::TimePoint<> used;
+  };
+  SmallVector<File> entries;
+  TrimResult result;
+  auto stale = std::chrono::system_clock::now() - std::chrono::hours(1);
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    bool temporary;
+    if (!isEntryName(llvm::sys::path::filename(it->path()), temporary))
+      continue;
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(it->path(), status) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      continue;
+    File file{it->path(), status.getSize(),
+              status.getLastModificationTime()};
+    if (temporary) {
+      // Another compile may be writing it; one an hour old was left behind.
+      if (file.used < stale && !llvm::sys::fs::remove(file.path)) {
+        ++result.removedFiles;
+        result.removedBytes += file.size;
+      }
+      continue;
+    }
+    result.keptBytes += file.size;
+    entries.push_back(std::move(file));
+  }
+  llvm::sort(entries, [](const File &a, const File &b) {
+    return std::tie(a.used, a.path) < std::tie(b.used, b.path);
+  });
+  for (const File &file : entries) {
+    if (result.keptBytes <= maxBytes)
+      break;
+    if (llvm::sys::fs::remove(file.path))
+      continue;
+    ++result.removedFiles;
+    result.removedBytes += file.size;
+    result.keptBytes -= file.size;
+  }
+  return result;
 }
 
 bool KernelCache::store(StringRef key, StringRef kind,

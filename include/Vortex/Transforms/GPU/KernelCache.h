@@ -25,7 +25,8 @@ namespace mlir::vortex {
 /// A directory of cache entries, each a file `<key>.<kind>`: a first line
 /// naming the format, the key and the kind, then the bytes. An entry is
 /// written to a temporary file and renamed into place, so concurrent
-/// compiles share a directory and a reader never sees half an entry.
+/// compiles share a directory and a reader never sees half an entry. It
+/// grows until `trim` bounds it (vortex-compile --kernel-cache-limit).
 class KernelCache {
 public:
   /// Creates `dir` if needed; an error message when it is not a usable
@@ -41,8 +42,22 @@ public:
   static std::string fileIdentity(StringRef path);
 
   /// The entry's bytes, or nothing on a miss (a missing or unreadable
-  /// entry, or one whose first line is not this key's).
+  /// entry, or one whose first line is not this key's). A hit marks the
+  /// entry as used now (its modification time), for `trim`.
   std::optional<std::string> lookup(StringRef key, StringRef kind) const;
+
+  struct TrimResult {
+    uint64_t removedFiles = 0;
+    uint64_t removedBytes = 0;
+    uint64_t keptBytes = 0;
+  };
+
+  /// Removes the least recently used entries (stored or read longest ago)
+  /// until the entries take at most `maxBytes`, and temporary files that a
+  /// killed compile left more than an hour ago. Files that are neither
+  /// entries nor their temporaries are left alone. A compile reading an
+  /// entry that another's trim removes just misses.
+  TrimResult trim(uint64_t maxBytes) const;
 
   /// Stores an entry; false when it could not be written (the compile goes
   /// on without it). A compile killed while storing leaves a
