@@ -144,9 +144,10 @@ def compile(source: str, target: str = "cpu", out_dir: Optional[str] = None,
     compile cache (`cache_dir()`), keyed by a content hash; a hit costs a
     hash and a directory lookup. For a GPU target the kernels also go
     through the kernel cache (`kernel_cache_dir()`, trimmed to
-    `kernel_cache_limit()`) unless `use_cache` is false or `options` name a
-    --kernel-cache. Raises VortexCompileError with the tool's
-    diagnostics."""
+    `kernel_cache_limit()`, which is not part of the key; a limit named in
+    `options` is, like any option) unless `use_cache` is false or `options`
+    name a --kernel-cache. Raises VortexCompileError with the tool's
+    diagnostics (a bad limit among them, when a compile runs)."""
     text = _read_source(source)
     tool = find_tool("vortex-compile")
     args = [f"--target={target}"] + ([f"--flow={flow}"] if flow else []) + \

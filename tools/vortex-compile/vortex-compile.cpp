@@ -426,52 +426,59 @@ static FailureOr<std::string> assemblePTX(StringRef ptx, StringRef name,
 /// the same kernel shares it; the kernel's own name is written into the
 /// copy returned (vortex::renameCubinKernel). An entry it cannot be written
 /// into is replaced. A kernel that cannot go under the cache's name (a
-/// longer name, or PTX that would not map back) is assembled and kept
-/// under its own.
+/// longer name, PTX that would not map back, a cubin the name cannot be
+/// written into) is assembled and kept under its own, and found there
+/// before ptxas runs again; a ptxas failure is reported from a run under
+/// the kernel's own name, so that its messages name the kernel.
 static FailureOr<std::string>
 assembleKernel(const vortex::PTXKernel &kernel, StringRef ptxas,
                StringRef identity, ArrayRef<StringRef> flags,
                const vortex::KernelCache &cache,
                std::atomic<int> &storeFailures, std::string &message) {
-  SmallVector<StringRef> parts = {"ptxas", identity};
-  llvm::append_range(parts, flags);
+  auto keyOf = [&](StringRef ptx) {
+    SmallVector<StringRef> parts = {"ptxas", identity};
+    llvm::append_range(parts, flags);
+    parts.push_back(ptx);
+    return vortex::KernelCache::key(parts);
+  };
   StringRef cached = vortex::cachedKernelName();
   std::string shared;
   if (kernel.name.size() <= cached.size() &&
       !StringRef(kernel.ptx).contains(cached)) {
-    shared = vortex::replaceAll(kernel.ptx, kernel.name, cached);
-    if (vortex::replaceAll(shared, cached, kernel.name) != kernel.ptx)
+    shared = vortex::renameKernelInPTX(kernel.ptx, kernel.name, cached);
+    if (shared == kernel.ptx ||
+        vortex::renameKernelInPTX(shared, cached, kernel.name) != kernel.ptx)
       shared.clear();
   }
-  if (!shared.empty()) {
-    parts.push_back(shared);
-    std::string key = vortex::KernelCache::key(parts);
-    if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
+  std::string sharedKey = shared.empty() ? "" : keyOf(shared);
+  if (!shared.empty())
+    if (std::optional<std::string> hit = cache.lookup(sharedKey, "cubin"))
       if (std::optional<std::string> named =
-              vortex::renameCubinKernel(*hit, kernel.name))
+              vortex::renameCubinKernel(*hit, kernel.name)) {
+        cache.markUsed(sharedKey, "cubin");
         return *named;
+      }
+  std::string ownKey = keyOf(kernel.ptx);
+  if (std::optional<std::string> hit = cache.lookup(ownKey, "cubin"))
+    if (StringRef(*hit).starts_with("\x7f" "ELF")) {
+      cache.markUsed(ownKey, "cubin");
+      return *hit;
+    }
+  if (!shared.empty()) {
     std::string ignored;
     FailureOr<std::string> cubin =
         assemblePTX(shared, kernel.name, ptxas, flags, ignored);
     if (succeeded(cubin))
       if (std::optional<std::string> named =
               vortex::renameCubinKernel(*cubin, kernel.name)) {
-        if (!cache.store(key, "cubin", *cubin))
+        if (!cache.store(sharedKey, "cubin", *cubin))
           ++storeFailures;
         return *named;
       }
-    // ptxas's messages, if it failed, come from the run below, which names
-    // the kernel as the flow does.
-    parts.pop_back();
   }
-  parts.push_back(kernel.ptx);
-  std::string key = vortex::KernelCache::key(parts);
-  if (std::optional<std::string> hit = cache.lookup(key, "cubin"))
-    if (StringRef(*hit).starts_with("\x7f" "ELF"))
-      return *hit;
   FailureOr<std::string> cubin =
       assemblePTX(kernel.ptx, kernel.name, ptxas, flags, message);
-  if (succeeded(cubin) && !cache.store(key, "cubin", *cubin))
+  if (succeeded(cubin) && !cache.store(ownKey, "cubin", *cubin))
     ++storeFailures;
   return cubin;
 }
@@ -744,10 +751,17 @@ static FailureOr<std::optional<uint64_t>> parseKernelCacheLimit() {
   }
   unsigned shift = 0;
   switch (llvm::toUpper(text.back())) {
-  case 'K': shift = 10; break;
-  case 'M': shift = 20; break;
-  case 'G': shift = 30; break;
-  default: break;
+  case 'K':
+    shift = 10;
+    break;
+  case 'M':
+    shift = 20;
+    break;
+  case 'G':
+    shift = 30;
+    break;
+  default:
+    break;
   }
   if (shift)
     text = text.drop_back();
@@ -883,7 +897,7 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
                            std::move(artifacts))))
     return 1;
   // Last, so that this compile's entries are the most recently used.
-  if (cache && *cacheLimit)
+  if (cache && cacheLimit->has_value())
     cache->trim(**cacheLimit);
   return 0;
 }

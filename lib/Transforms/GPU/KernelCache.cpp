@@ -90,14 +90,17 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
   StringRef bytes = (*buffer)->getBuffer();
   if (!bytes.consume_front(entryHeader(key, kind)))
     return std::nullopt;
-  // Used now: trim removes the entries used longest ago first.
-  int fd;
-  if (!llvm::sys::fs::openFileForRead(path(key, kind), fd)) {
-    (void)llvm::sys::fs::setLastAccessAndModificationTime(
-        fd, std::chrono::system_clock::now());
-    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  }
   return bytes.str();
+}
+
+void KernelCache::markUsed(StringRef key, StringRef kind) const {
+  // trim removes the entries used longest ago first.
+  int fd;
+  if (llvm::sys::fs::openFileForRead(path(key, kind), fd))
+    return;
+  (void)llvm::sys::fs::setLastAccessAndModificationTime(
+      fd, std::chrono::system_clock::now());
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
 }
 
 /// Whether `name` is an entry (`<64 hex digits>.<kind>`) or an entry's
@@ -322,17 +325,50 @@ StringRef mlir::vortex::cachedKernelName() {
   return name;
 }
 
-std::string mlir::vortex::replaceAll(StringRef text, StringRef from,
-                                     StringRef to) {
+static bool isIdentifierChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '$';
+}
+
+/// `token` renamed from the kernel `from` to `to` if it is the kernel's
+/// entry, one of its parameters or one of its workgroup buffers.
+static std::optional<std::string> renamedToken(StringRef token, StringRef from,
+                                               StringRef to) {
+  auto isNumber = [](StringRef s) {
+    return !s.empty() && llvm::all_of(s, llvm::isDigit);
+  };
+  if (token == from)
+    return to.str();
+  StringRef rest = token;
+  if (rest.consume_front(from) && rest.consume_front("_param_") &&
+      isNumber(rest))
+    return (to + "_param_" + rest).str();
+  rest = token;
+  if (rest.consume_front("__wg_") && rest.consume_front(from) &&
+      rest.consume_front("_") && isNumber(rest))
+    return ("__wg_" + to + "_" + rest).str();
+  return std::nullopt;
+}
+
+std::string mlir::vortex::renameKernelInPTX(StringRef ptx, StringRef from,
+                                            StringRef to) {
   std::string out;
-  out.reserve(text.size());
-  for (size_t at = text.find(from); !from.empty() && at != StringRef::npos;
-       at = text.find(from)) {
-    out += text.take_front(at);
-    out += to;
-    text = text.drop_front(at + from.size());
+  out.reserve(ptx.size());
+  size_t i = 0;
+  while (i < ptx.size()) {
+    if (!isIdentifierChar(ptx[i])) {
+      out += ptx[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < ptx.size() && isIdentifierChar(ptx[end]))
+      ++end;
+    StringRef token = ptx.slice(i, end);
+    if (std::optional<std::string> renamed = renamedToken(token, from, to))
+      out += *renamed;
+    else
+      out += token;
+    i = end;
   }
-  out += text;
   return out;
 }
 

@@ -90,34 +90,34 @@ FailureOr<std::string> pieceFingerprint(gpu::GPUModuleOp piece) {
   return bytes;
 }
 
-/// Renames `kernel` in `piece` to the cache's name in every symbol that
-/// carries it (the kernel, its workgroup buffers `__wg_<kernel>_<i>`), so
-/// that neither the piece's key nor its PTX depends on the name: the same
-/// kernel in another flow finds the entry. False (the piece then keeps its
-/// names) when a symbol holds the cache's name already, or a new name would
-/// not map back.
+/// Renames `kernel` in `piece` to the cache's name, and its workgroup
+/// buffers `__wg_<kernel>_<n>` with it (the names renameKernelInPTX maps
+/// back), so that neither the piece's key nor its PTX depends on the name:
+/// the same kernel in another flow finds the entry. Other symbols keep
+/// their names (a declaration such as libdevice's must). False, with the
+/// piece unchanged, when a symbol holds the cache's name already or the
+/// piece's symbol uses cannot all be found.
 bool renameForCache(gpu::GPUModuleOp piece, StringRef kernel) {
   StringRef cached = vortex::cachedKernelName();
+  Region &body = piece.getBodyRegion();
+  if (!SymbolTable::getSymbolUses(&body))
+    return false;
   SmallVector<std::pair<Operation *, StringAttr>> renames;
-  for (Operation &op : piece.getBodyRegion().front()) {
+  for (Operation &op : body.front()) {
     if (!isa<SymbolOpInterface>(op))
       continue;
     StringRef name = SymbolTable::getSymbolName(&op).getValue();
     if (name.contains(cached))
       return false;
-    if (!name.contains(kernel))
-      continue;
-    std::string renamed = vortex::replaceAll(name, kernel, cached);
-    if (vortex::replaceAll(renamed, cached, kernel) != name)
-      return false;
-    renames.emplace_back(&op, StringAttr::get(piece.getContext(), renamed));
+    std::string renamed = vortex::renameKernelInPTX(name, kernel, cached);
+    if (renamed != name)
+      renames.emplace_back(&op, StringAttr::get(piece.getContext(), renamed));
   }
-  // All checked before any is renamed: a piece is renamed whole or not at
-  // all. The module's name reaches the key, not the PTX.
+  // The module's name reaches the key, not the PTX.
   SymbolTable::setSymbolName(piece, "vortex_cached_kernels");
   for (auto [op, renamed] : renames) {
-    if (failed(SymbolTable::replaceAllSymbolUses(op, renamed, piece)))
-      return false;
+    // Cannot fail: every use was found above.
+    (void)SymbolTable::replaceAllSymbolUses(op, renamed, piece);
     SymbolTable::setSymbolName(op, renamed);
   }
   return true;
@@ -237,13 +237,15 @@ struct SerializeKernels
       }
     }
     auto named = [&](StringRef ptx) {
-      std::string renamed = vortex::replaceAll(ptx, name, kernel);
+      std::string renamed = vortex::renameKernelInPTX(ptx, name, kernel);
       return SmallVector<char, 0>(renamed.begin(), renamed.end());
     };
     if (!key.empty())
       if (std::optional<std::string> hit = cache->lookup(key, "ptx"))
-        if (vortex::isKernelPTX(*hit, name))
+        if (vortex::isKernelPTX(*hit, name)) {
+          cache->markUsed(key, "ptx");
           return named(*hit);
+        }
     std::optional<SmallVector<char, 0>> object =
         target.serializeToObject(piece, options);
     if (!object)

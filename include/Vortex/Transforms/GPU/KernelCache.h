@@ -42,9 +42,12 @@ public:
   static std::string fileIdentity(StringRef path);
 
   /// The entry's bytes, or nothing on a miss (a missing or unreadable
-  /// entry, or one whose first line is not this key's). A hit marks the
-  /// entry as used now (its modification time), for `trim`.
+  /// entry, or one whose first line is not this key's).
   std::optional<std::string> lookup(StringRef key, StringRef kind) const;
+
+  /// Marks an entry the caller found good as used now (its modification
+  /// time), for `trim`.
+  void markUsed(StringRef key, StringRef kind) const;
 
   struct TrimResult {
     uint64_t removedFiles = 0;
@@ -103,8 +106,12 @@ bool isKernelPTX(StringRef ptx, StringRef kernel);
 /// kernel name up to its length in place (renameCubinKernel).
 StringRef cachedKernelName();
 
-/// `text` with every occurrence of `from` replaced by `to`.
-std::string replaceAll(StringRef text, StringRef from, StringRef to);
+/// `ptx` with the kernel `from`'s names renamed for the kernel `to`: every
+/// identifier (a whole one: a run of letters, digits, `_` and `$`) that is
+/// `from`, `from_param_<n>` or `__wg_<from>_<n>` (its entry, its
+/// parameters, its workgroup buffers), in code and comments alike. Nothing
+/// else changes, so an instruction or another symbol never does.
+std::string renameKernelInPTX(StringRef ptx, StringRef from, StringRef to);
 
 /// A cubin of one kernel assembled under `cachedKernelName()`, with that
 /// name changed to `kernel` wherever it ends a name in the ELF string
