@@ -1081,6 +1081,10 @@ int main(int argc, char **argv) {
   }
   if (cpu && !chip.empty())
     return fail("--chip=" + chip + " is for GPU targets, not --target=cpu");
+  if (cpu && (!kernelCache.empty() || !kernelCacheLimit.empty()))
+    return fail(std::string(kernelCache.empty() ? "--kernel-cache-limit"
+                                                : "--kernel-cache") +
+                " is for GPU targets, not --target=cpu");
 
   DialectRegistry registry;
   registerAllDialects(registry);
