@@ -114,14 +114,14 @@ static bool isEntryName(StringRef name, bool &temporary) {
          (kind == "ptx" || kind == "cubin");
 }
 
-KernelCache::TrimResult KernelCache::trim(uint64_t maxBytes) const {
+void KernelCache::trim(uint64_t maxBytes) const {
   struct File {
     std::string path;
     uint64_t size;
     llvm::sys::TimePoint<> used;
   };
   SmallVector<File> entries;
-  TrimResult result;
+  uint64_t keptBytes = 0;
   auto stale = std::chrono::system_clock::now() - std::chrono::hours(1);
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
@@ -137,28 +137,22 @@ KernelCache::TrimResult KernelCache::trim(uint64_t maxBytes) const {
               status.getLastModificationTime()};
     if (temporary) {
       // Another compile may be writing it; one an hour old was left behind.
-      if (file.used < stale && !llvm::sys::fs::remove(file.path)) {
-        ++result.removedFiles;
-        result.removedBytes += file.size;
-      }
+      if (file.used < stale)
+        (void)llvm::sys::fs::remove(file.path);
       continue;
     }
-    result.keptBytes += file.size;
+    keptBytes += file.size;
     entries.push_back(std::move(file));
   }
   llvm::sort(entries, [](const File &a, const File &b) {
     return std::tie(a.used, a.path) < std::tie(b.used, b.path);
   });
   for (const File &file : entries) {
-    if (result.keptBytes <= maxBytes)
+    if (keptBytes <= maxBytes)
       break;
-    if (llvm::sys::fs::remove(file.path))
-      continue;
-    ++result.removedFiles;
-    result.removedBytes += file.size;
-    result.keptBytes -= file.size;
+    if (!llvm::sys::fs::remove(file.path))
+      keptBytes -= file.size;
   }
-  return result;
 }
 
 bool KernelCache::store(StringRef key, StringRef kind,

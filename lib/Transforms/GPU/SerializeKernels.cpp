@@ -237,7 +237,11 @@ struct SerializeKernels
       }
     }
     auto named = [&](StringRef ptx) {
-      std::string renamed = vortex::renameKernelInPTX(ptx, name, kernel);
+      // Without the cache's name (no cache, or a piece left as it was)
+      // there is nothing to map back.
+      std::string renamed = name == kernel
+                                ? ptx.str()
+                                : vortex::renameKernelInPTX(ptx, name, kernel);
       return SmallVector<char, 0>(renamed.begin(), renamed.end());
     };
     if (!key.empty())

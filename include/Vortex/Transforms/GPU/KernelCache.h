@@ -49,18 +49,12 @@ public:
   /// time), for `trim`.
   void markUsed(StringRef key, StringRef kind) const;
 
-  struct TrimResult {
-    uint64_t removedFiles = 0;
-    uint64_t removedBytes = 0;
-    uint64_t keptBytes = 0;
-  };
-
   /// Removes the least recently used entries (stored or read longest ago)
   /// until the entries take at most `maxBytes`, and temporary files that a
   /// killed compile left more than an hour ago. Files that are neither
   /// entries nor their temporaries are left alone. A compile reading an
   /// entry that another's trim removes just misses.
-  TrimResult trim(uint64_t maxBytes) const;
+  void trim(uint64_t maxBytes) const;
 
   /// Stores an entry; false when it could not be written (the compile goes
   /// on without it). A compile killed while storing leaves a
