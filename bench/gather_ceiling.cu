@@ -16,6 +16,10 @@
 //           grid, so the blocks in flight at any time belong to a few rows;
 //   reg ... sectors  the reg schedule storing the scores a 32-byte sector
 //           at a time (8 lanes together) instead of one f32 per block.
+//   reg ... <hint>   the reg schedule with a cache hint on the gathers
+//           (round 14): ld.global.nc, L1::no_allocate, L2::256B (the L2
+//           fetches the whole 256-byte row on the first miss),
+//           L2::evict_first, or an L2 prefetch of the next iteration's rows.
 //
 // Each at every CTAs-per-SM count that fits, L2 flushed before every run.
 // The floor is the bytes (256 + 4 + 4 per block) over the measured copy
@@ -91,10 +95,42 @@ struct Group {
   }
 };
 
+/// How a register schedule loads a lane's 16 bytes of a gathered row.
+enum Hint { Plain, NC, NoL1, L2_256, NC_256, NoL1_256, EvictFirst, Prefetch };
+
+template <int H> __device__ __forceinline__ uint4 loadRow(const uint4 *p) {
+  uint4 v;
+#define LD(OP)                                                               \
+  asm volatile(OP " {%0, %1, %2, %3}, [%4];\n"                               \
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                  \
+               : "l"(p))
+  if constexpr (H == NC)
+    LD("ld.global.nc.v4.u32");
+  else if constexpr (H == NoL1)
+    LD("ld.global.L1::no_allocate.v4.u32");
+  else if constexpr (H == L2_256)
+    LD("ld.global.L2::256B.v4.u32");
+  else if constexpr (H == NC_256)
+    LD("ld.global.nc.L2::256B.v4.u32");
+  else if constexpr (H == NoL1_256)
+    LD("ld.global.L1::no_allocate.L2::256B.v4.u32");
+  else if constexpr (H == EvictFirst)
+    asm volatile("{\n .reg .b64 pol;\n"
+                 " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+                 " ld.global.L1::no_allocate.L2::cache_hint.v4.u32"
+                 " {%0, %1, %2, %3}, [%4], pol;\n}\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  else
+    v = *p;
+#undef LD
+  return v;
+}
+
 /// One iteration of a register schedule: U blocks gathered at `next`
 /// (their ids loaded an iteration before), the ids of the next iteration,
 /// then each block's score stored at its position (below `end`).
-template <int U, bool Sectors = false>
+template <int U, bool Sectors = false, int H = Plain>
 __device__ __forceinline__ void
 gatherStep(const int *ids, const __nv_bfloat16 *cent, const float *qm,
            float *out, long P, int n, long s, long end, int lane, int *next,
@@ -104,11 +140,18 @@ gatherStep(const int *ids, const __nv_bfloat16 *cent, const float *qm,
     const uint4 *p = reinterpret_cast<const uint4 *>(
                          cent + static_cast<long>(next[u]) * kD) +
                      lane * 2;
-    a[u] = p[0];
-    b[u] = p[1];
+    a[u] = loadRow<H>(p);
+    b[u] = loadRow<H>(p + 1);
   }
   for (int u = 0; u < U; ++u)
     next[u] = ids[min(s + U + u, P - 1)];
+  if constexpr (H == Prefetch) {
+    // The next iteration's rows, one 128-byte line per lane pair.
+    for (int u = 0; u < U; ++u)
+      if (lane % 4 == 0)
+        asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(
+            cent + static_cast<long>(next[u]) * kD + lane * 16));
+  }
   for (int u = 0; u < U; ++u) {
     long pos = s + u, r = min(pos, P - 1) / n;
     if (r != row)
@@ -131,7 +174,7 @@ gatherStep(const int *ids, const __nv_bfloat16 *cent, const float *qm,
   }
 }
 
-template <int U, bool Sectors = false>
+template <int U, bool Sectors = false, int H = Plain>
 __global__ void __launch_bounds__(256)
     regGather(const int *ids, const __nv_bfloat16 *cent, const float *qm,
               float *out, long P, int n) {
@@ -145,8 +188,8 @@ __global__ void __launch_bounds__(256)
     next[u] = ids[min(s0 + u, P - 1)];
   float held = 0;
   for (long s = s0; s < s1; s += U)
-    gatherStep<U, Sectors>(ids, cent, qm, out, P, n, s, s1, lane, next, q,
-                           row, &held, s0);
+    gatherStep<U, Sectors, H>(ids, cent, qm, out, P, n, s, s1, lane, next,
+                              q, row, &held, s0);
 }
 
 template <int S, int U>
@@ -328,6 +371,19 @@ int main() {
     });                                                                      \
   }
   REG(2) REG(4)
+#define HINT(U, H, LABEL)                                                    \
+  for (int c = 2; c <= std::min(fitting(regGather<U, false, H>, 0), 3); ++c) { \
+    std::snprintf(name, sizeof name, "reg U=%d %s ctas/sm=%d", U, LABEL, c); \
+    time(name, [&] {                                                         \
+      regGather<U, false, H><<<sms * c, 256>>>(ids, cent, qm, out, P, n);    \
+    });                                                                      \
+  }
+  HINT(2, NC, "nc") HINT(2, NoL1, "L1::no_allocate")
+  HINT(2, L2_256, "L2::256B") HINT(2, NC_256, "nc L2::256B")
+  HINT(2, NoL1_256, "no_allocate L2::256B")
+  HINT(2, EvictFirst, "evict_first") HINT(2, Prefetch, "prefetch next")
+  HINT(1, L2_256, "L2::256B") HINT(1, Prefetch, "prefetch next")
+  if (!std::getenv("HINTS_ONLY")) {
   for (int c = 2; c <= fitting(regGather<2, true>, 0); ++c) {
     std::snprintf(name, sizeof name, "reg U=2 sectors ctas/sm=%d", c);
     time(name, [&] {
@@ -337,6 +393,7 @@ int main() {
   ASYNC(2, 1) ASYNC(3, 1) ASYNC(4, 1) ASYNC(2, 2) ASYNC(3, 2) ASYNC(4, 2)
   ASYNC(8, 1)
   INTER(2, 2) INTER(2, 8) INTER(2, 16) INTER(2, 32) INTER(2, 64)
+  }
 
   // Copy bandwidth: read + write of a 1 GiB device-to-device copy.
   const size_t copyBytes = size_t(1) << 30;

@@ -164,6 +164,7 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexMaskPadding());
   ConvertVortexToGPUOptions toGPU;
   toGPU.envelopeIdentity = options.envelopeIdentity;
+  toGPU.streamingLoads = options.streamingLoads;
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
   pm.addPass(createConvertVortexToGPU(toGPU));
@@ -203,6 +204,9 @@ void vortex::buildVortexNVVMLowerStage(
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
   cleanup.addPass(createReconcileUnrealizedCastsPass());
+  // After the cleanup, which folds the memref descriptors' insert/extract
+  // pairs the pass would otherwise look through.
+  cleanup.addPass(createVortexGPULowerNontemporalLoads());
 }
 
 void vortex::buildVortexNVVMBinaryStage(

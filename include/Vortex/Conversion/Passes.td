@@ -97,7 +97,13 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
     Option<"envelopeIdentity", "envelope-identity", "bool", "true",
            "sum over the columns of max(x * a, x * b) as (x (a + b) + "
            "|x| |a - b|) / 2 in fused multiply-adds (false: as written; "
-           "docs/gpu.md, \"Envelope sums\")">
+           "docs/gpu.md, \"Envelope sums\")">,
+    Option<"streamingLoads", "streaming-loads", "bool", "true",
+           "mark the workload kernels' loads of rows read once (gathered "
+           "by block id or read at a CSR position, not written by the "
+           "kernel) nontemporal, which vortex-gpu-lower-nontemporal-loads "
+           "turns into loads that skip L1 (docs/gpu.md, \"Streaming "
+           "loads\")">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -73,6 +73,13 @@ struct VortexNVVMPipelineOptions
                      "|x| |a - b|) / 2 in fused multiply-adds "
                      "(convert-vortex-to-gpu; docs/gpu.md)"),
       llvm::cl::init(true)};
+  Option<bool> streamingLoads{
+      *this, "streaming-loads",
+      llvm::cl::desc("Load the rows a workload kernel reads once without "
+                     "allocating them in L1 (convert-vortex-to-gpu marks "
+                     "them nontemporal, vortex-gpu-lower-nontemporal-loads "
+                     "emits ld.global.L1::no_allocate)"),
+      llvm::cl::init(true)};
   Option<int64_t> topkThreads{
       *this, "topk-threads",
       llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "

@@ -134,6 +134,9 @@ struct FlowContext {
   bool topkValueBins = true;
   /// Envelope sums by the identity (TileReduction.cpp).
   bool envelopeIdentity = true;
+  /// Rows a workload kernel reads once (gathered by block id or read at a
+  /// CSR position, never written by the kernel) are loaded nontemporal.
+  bool streamingLoads = true;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;

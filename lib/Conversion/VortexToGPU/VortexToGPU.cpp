@@ -120,7 +120,7 @@ struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
   int64_t topkCtasPerSM, topkThreads;
-  bool topkValueBins, envelopeIdentity;
+  bool topkValueBins, envelopeIdentity, streamingLoads;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -148,6 +148,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.topkThreads = options.topkThreads;
   ctx.topkValueBins = options.topkValueBins;
   ctx.envelopeIdentity = options.envelopeIdentity;
+  ctx.streamingLoads = options.streamingLoads;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -237,7 +238,7 @@ struct ConvertVortexToGPUPass
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
-                          topkValueBins, envelopeIdentity};
+                          topkValueBins, envelopeIdentity, streamingLoads};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

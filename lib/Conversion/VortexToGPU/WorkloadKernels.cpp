@@ -102,7 +102,8 @@ private:
     return op && (op == root || root->isProperAncestor(op));
   }
 
-  TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch);
+  TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch,
+                   bool streaming = false);
   /// The tile a loaded value gets: distributed when its columns spread
   /// evenly over the group's lanes.
   TileRef loadedLayout(VTensorType type) {
@@ -111,7 +112,8 @@ private:
   TileRef tileFromRows(Value value, ArrayRef<Value> rows);
   SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
                                     const Tile &shape, Type storage,
-                                    bool isScratch);
+                                    bool isScratch, bool streaming = false);
+  bool isStreamed(Value v, StringRef buffer) const;
   void storeTile(const Tile &t, ArrayRef<Value> values, Value memref,
                  Value rowBase, Type storage, bool isScratch);
   SmallVector<Value> materialize(const Tile &t);
@@ -195,13 +197,28 @@ private:
 // Loads and stores
 //===----------------------------------------------------------------------===//
 
+/// Whether an item's input `v` (in `buffer`) is read once and so loaded
+/// nontemporal: a row gathered by block id or read at a CSR position that
+/// this kernel does not write back (a saved field's row is stored again by
+/// the same lanes, and a parameter row is shared by every item).
+bool TileKernel::isStreamed(Value v, StringRef buffer) const {
+  if (!ctx.streamingLoads || cast<VTensorType>(v.getType()).isParameter())
+    return false;
+  return llvm::none_of(stores, [&](const PendingStore &s) {
+    return s.buffer == buffer;
+  });
+}
+
 /// Loads every row of a distributed tile's lane slice (as vectors) or a
 /// replicated tile's rows (as vectors of the whole row). Padded rows are
 /// not loaded (they read 0); padded columns are read with clamped, masked
-/// scalar loads.
+/// scalar loads. `streaming` marks a distributed tile's vector loads
+/// nontemporal (each lane reads its slice of the row once; a replicated
+/// row's lanes read it together and keep it cached).
 SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
                                               const Tile &t, Type storage,
-                                              bool isScratch) {
+                                              bool isScratch,
+                                              bool streaming) {
   Gen g = gen();
   int64_t stride = isScratch ? t.d1 : t.realD1;
   int64_t rowsStored = isScratch ? t.d0 : t.realD0;
@@ -227,9 +244,9 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
       llvm::MaybeAlign align;
       if ((stride * bytes) % 16 == 0 && (width * bytes) % 16 == 0)
         align = llvm::Align(16);
-      rows.push_back(vector::LoadOp::create(g.b, g.loc, vecType, memref,
-                                            ValueRange{addr},
-                                            /*nontemporal=*/false, align));
+      rows.push_back(vector::LoadOp::create(
+          g.b, g.loc, vecType, memref, ValueRange{addr},
+          /*nontemporal=*/streaming && t.distributed, align));
       continue;
     }
     // Padded columns: clamped scalar loads, 0 beyond the real extent.
@@ -266,11 +283,11 @@ TileRef TileKernel::tileFromRows(Value value, ArrayRef<Value> rows) {
 /// A tile of a buffer at row `rowBase` (block id, CSR position or batched
 /// row), loaded now.
 TileRef TileKernel::loadTile(Value value, Value memref, Value rowBase,
-                             bool isScratch) {
+                             bool isScratch, bool streaming) {
   TileRef shape = loadedLayout(cast<VTensorType>(value.getType()));
   Type storage = cast<MemRefType>(memref.getType()).getElementType();
   return tileFromRows(value, loadRowVectors(memref, rowBase, *shape, storage,
-                                            isScratch));
+                                            isScratch, streaming));
 }
 
 /// Every (r, e) element of a tile, in row-major order.
@@ -536,7 +553,8 @@ DenseMap<Value, TileRef> TileKernel::loadItem(Value blockId, Value pos) {
                : (type.isPaged() || type.isSlotted()) ? blockId
                                                       : pos;
     loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
-                         ctx.abi.tensors[buf].role == Role::Scratch);
+                         ctx.abi.tensors[buf].role == Role::Scratch,
+                         isStreamed(v, buf));
   }
   return loaded;
 }

@@ -42,7 +42,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-LABEL: gpu.func @centroids_e4m3_cache_w0(
 // CHECK-SAME: %{{.+}}: memref<?xf8E4M3FN>
 // CHECK-SAME: lanes = 8 : i64
-// CHECK: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK: arith.extf %{{.+}} : f8E4M3FN to f32
 // CHECK: gpu.return
 

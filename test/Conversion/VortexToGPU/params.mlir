@@ -91,11 +91,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // The cache kernel loads scale at row 0 for every completed block.
 // CHECK: gpu.func @lq_cache_w0(
 // CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[CF:[^:]+]]: memref<?xbf16>, %[[K:[^:]+]]: memref<?xbf16>, %[[SC:[^:]+]]: memref<?xbf16>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32) kernel
-// CHECK-COUNT-16: vector.load %[[K]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// The paged k rows are read once: nontemporal (streaming-loads.mlir).
+// CHECK-COUNT-16: vector.load %[[K]][%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
 // CHECK-DAG: %[[Z2:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[S2:.+]] = arith.constant 128 : index
 // CHECK: arith.muli %[[Z2]], %[[S2]] : index
-// CHECK: vector.load %[[SC]]
+// The parameter row is shared by every block: cached as usual.
+// CHECK: vector.load %[[SC]][%{{.+}}] {alignment = 16 : i64} :
 // CHECK: arith.mulf
 // CHECK: vector.store {{.*}}, %[[CF]]
 // CHECK-NOT: vector.store {{.*}}, %[[SC]]

@@ -71,11 +71,11 @@
 // (one item per iteration here; loaded an iteration ahead, so no gather
 // waits for an id load).
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(vector<16xbf16>, )+}}i32) {
-// The envelopes (32 bytes per lane) are issued first, then the next ids,
-// overlapping the row bookkeeping.
+// The envelopes (32 bytes per lane, read once: nontemporal) are issued
+// first, then the next ids, overlapping the row bookkeeping.
 // CHECK-NOT: memref.load %[[INDICES]]
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
 // CHECK: memref.load %[[INDICES]]
 // Advance the row (its bounds carried), keep q in registers while it does
 // not change.
