@@ -165,6 +165,7 @@ void vortex::buildVortexNVVMLowerStage(
   ConvertVortexToGPUOptions toGPU;
   toGPU.envelopeIdentity = options.envelopeIdentity;
   toGPU.streamingLoads = options.streamingLoads;
+  toGPU.sectorSlices = options.sectorSlices;
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
   pm.addPass(createConvertVortexToGPU(toGPU));

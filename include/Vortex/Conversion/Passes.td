@@ -103,7 +103,12 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "by block id or read at a CSR position, not written by the "
            "kernel) nontemporal, which vortex-gpu-lower-nontemporal-loads "
            "turns into loads that skip L1 (docs/gpu.md, \"Streaming "
-           "loads\")">
+           "loads\")">,
+    Option<"sectorSlices", "sector-slices", "bool", "true",
+           "in score kernels whose lanes hold 32 bytes of a row, place a "
+           "lane's two 16-byte slices a group's width apart, so each "
+           "16-byte load of a group reads whole 32-byte sectors (false: a "
+           "lane's bytes contiguous; docs/gpu.md, \"Sector slices\")">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

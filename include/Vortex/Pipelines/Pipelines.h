@@ -80,6 +80,13 @@ struct VortexNVVMPipelineOptions
                      "them nontemporal, vortex-gpu-lower-nontemporal-loads "
                      "emits ld.global.L1::no_allocate)"),
       llvm::cl::init(true)};
+  Option<bool> sectorSlices{
+      *this, "sector-slices",
+      llvm::cl::desc("In score kernels whose lanes hold 32 bytes of a row, "
+                     "place a lane's two 16-byte slices a group's width "
+                     "apart so each load reads whole sectors "
+                     "(convert-vortex-to-gpu)"),
+      llvm::cl::init(true)};
   Option<int64_t> topkThreads{
       *this, "topk-threads",
       llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "

@@ -137,6 +137,9 @@ struct FlowContext {
   /// Rows a workload kernel reads once (gathered by block id or read at a
   /// CSR position, never written by the kernel) are loaded nontemporal.
   bool streamingLoads = true;
+  /// Score kernels at 32 bytes per lane hold a row in 16-byte slices a
+  /// group's width apart (TileBuilder::sliceColumns).
+  bool sectorSlices = true;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;

@@ -10,7 +10,9 @@ Value TileBuilder::column(const TileShape &t, int64_t e) {
   Gen g = gen();
   if (!t.distributed)
     return g.idx(e);
-  return g.add(g.mul(laneInItem, g.idx(t.perLane)), g.idx(e));
+  int64_t run = runOf(t);
+  return g.add(g.mul(laneInItem, g.idx(run)),
+               g.idx(e / run * lanes * run + e % run));
 }
 
 TileShape TileBuilder::shapeOf(VTensorType type, bool distributed) const {
@@ -92,7 +94,11 @@ TileBuilder::reduceColumnsLayout(const TileShape &in, VTensorType resultType,
                                  int64_t group) const {
   bool whole = group == in.d1;
   bool distributedOut = in.distributed && !whole;
-  if (distributedOut && in.perLane % group != 0)
+  // Groups of consecutive columns stay in a lane only when its columns are
+  // contiguous (a sliced layout is planned with this and dropped if it
+  // fails).
+  if (distributedOut &&
+      (in.perLane % group != 0 || runOf(in) != in.width()))
     return failure();
   TileLayout out{shapeOf(resultType, distributedOut), whole && in.distributed};
   if (distributedOut)

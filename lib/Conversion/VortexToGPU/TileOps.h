@@ -74,6 +74,12 @@ public:
   OpBuilder *builder = nullptr;
   Location loc;
   int64_t lanes = 1;
+  /// Columns of a lane's slice of a distributed row (0: the lane's columns
+  /// are contiguous). With slices, element e of a lane lies in slice e /
+  /// sliceColumns, and slice k of lane l at column (k lanes + l)
+  /// sliceColumns: a group's load of one slice per lane covers whole
+  /// sectors (docs/gpu.md, "Sector slices").
+  int64_t sliceColumns = 0;
   Value laneInItem;
   bool unsupported = false;
   /// Sums of envelope products by the identity (lowerEnvelopeSum).
@@ -96,6 +102,14 @@ public:
   }
   /// The column index of element e of `t` in this lane.
   Value column(const TileShape &t, int64_t e);
+  /// Columns per contiguous run of a lane's part of `t`: its width unless
+  /// the tile is distributed in slices.
+  int64_t runOf(const TileShape &t) const {
+    if (t.distributed && sliceColumns > 0 && t.perLane > sliceColumns &&
+        t.perLane % sliceColumns == 0)
+      return sliceColumns;
+    return t.width();
+  }
   TileShape shapeOf(VTensorType type, bool distributed) const;
   /// A loaded value: distributed when its columns spread evenly over the
   /// lanes.

@@ -120,7 +120,7 @@ struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
   int64_t topkCtasPerSM, topkThreads;
-  bool topkValueBins, envelopeIdentity, streamingLoads;
+  bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -149,6 +149,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.topkValueBins = options.topkValueBins;
   ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.streamingLoads = options.streamingLoads;
+  ctx.sectorSlices = options.sectorSlices;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -238,7 +239,8 @@ struct ConvertVortexToGPUPass
     }
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
-                          topkValueBins, envelopeIdentity, streamingLoads};
+                          topkValueBins, envelopeIdentity, streamingLoads,
+                          sectorSlices};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

@@ -38,6 +38,9 @@ struct KernelPlan {
   bool hoist = false;
   /// Items a group loads together per iteration of the persistent loop.
   int64_t itemsPerIteration = 1;
+  /// Columns of a lane's slice of a row (TileBuilder::sliceColumns; 0: a
+  /// lane's columns are contiguous).
+  int64_t sliceColumns = 0;
   int64_t threads = 256, itemsPerWarp = 32, groupsPerCTA = 8;
   /// 32-bit registers the carried per-row values and one item's loaded rows
   /// take; items per iteration keep their sum within the budget.
@@ -157,6 +160,7 @@ private:
   int64_t rowPartRegisters();
   Value emitRowSearch(Gen &x, Value indptr, Value rows, Value target);
   bool tryWiderLanes(int64_t wide);
+  void planSectorSlices(int64_t columns);
   void planHoistAndRowPart();
   DictionaryAttr planAttr();
   KernelPlan plan;
@@ -236,17 +240,32 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
     }
     Value base = g.add(g.mul(rowBase, g.idx(rowsStored * stride)),
                        g.idx(r * stride));
-    Value col0 = column(t, 0);
-    Value addr = g.add(base, col0);
     bool fullRow = t.d1 == colsStored;
     if (fullRow) {
-      // Aligned to the vector when every row starts on a vector boundary.
+      // A vector per contiguous run of the lane's columns (one unless the
+      // layout has slices), aligned when every row starts on a vector
+      // boundary.
+      int64_t run = runOf(t);
+      auto runType = VectorType::get({run}, storage);
       llvm::MaybeAlign align;
-      if ((stride * bytes) % 16 == 0 && (width * bytes) % 16 == 0)
+      if ((stride * bytes) % 16 == 0 && (run * bytes) % 16 == 0)
         align = llvm::Align(16);
-      rows.push_back(vector::LoadOp::create(
-          g.b, g.loc, vecType, memref, ValueRange{addr},
-          /*nontemporal=*/streaming && t.distributed, align));
+      Value row;
+      for (int64_t k = 0; k < width / run; ++k) {
+        Value piece = vector::LoadOp::create(
+            g.b, g.loc, runType, memref,
+            ValueRange{g.add(base, column(t, k * run))},
+            /*nontemporal=*/streaming && t.distributed, align);
+        if (!row) {
+          row = piece;
+          continue;
+        }
+        // Concatenated (a shuffle, which NVVM lowers directly).
+        SmallVector<int64_t> mask =
+            llvm::to_vector(llvm::seq<int64_t>(0, (k + 1) * run));
+        row = vector::ShuffleOp::create(g.b, g.loc, row, piece, mask);
+      }
+      rows.push_back(row);
       continue;
     }
     // Padded columns: clamped scalar loads, 0 beyond the real extent.
@@ -316,20 +335,25 @@ void TileKernel::storeTile(const Tile &t, ArrayRef<Value> values,
       Value base = s.add(s.mul(rowBase, s.idx(rowsStored * stride)),
                          s.idx(r * stride));
       if (t.distributed && t.d1 == colsStored) {
-        auto vecType = VectorType::get({width}, storage);
-        Value vec = arith::ConstantOp::create(
-            s.b, s.loc, vecType,
-            DenseElementsAttr::get(vecType, s.b.getZeroAttr(storage)));
-        for (int64_t e = 0; e < width; ++e)
-          vec = vector::InsertOp::create(
-              s.b, s.loc, s.fromF32(values[r * width + e], storage), vec, e);
-        Value addr = s.add(base, column(t, 0));
+        // A vector per contiguous run of the lane's columns.
+        int64_t run = runOf(t);
+        auto vecType = VectorType::get({run}, storage);
         unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
         llvm::MaybeAlign align;
-        if ((stride * bytes) % 16 == 0 && (width * bytes) % 16 == 0)
+        if ((stride * bytes) % 16 == 0 && (run * bytes) % 16 == 0)
           align = llvm::Align(16);
-        vector::StoreOp::create(s.b, s.loc, vec, memref, ValueRange{addr},
-                                /*nontemporal=*/false, align);
+        for (int64_t k = 0; k < width / run; ++k) {
+          Value vec = arith::ConstantOp::create(
+              s.b, s.loc, vecType,
+              DenseElementsAttr::get(vecType, s.b.getZeroAttr(storage)));
+          for (int64_t e = 0; e < run; ++e)
+            vec = vector::InsertOp::create(
+                s.b, s.loc,
+                s.fromF32(values[r * width + k * run + e], storage), vec, e);
+          Value addr = s.add(base, column(t, k * run));
+          vector::StoreOp::create(s.b, s.loc, vec, memref, ValueRange{addr},
+                                  /*nontemporal=*/false, align);
+        }
         continue;
       }
       for (int64_t e = 0; e < width; ++e) {
@@ -778,6 +802,21 @@ bool TileKernel::tryWiderLanes(int64_t wide) {
   return false;
 }
 
+/// At 32 bytes per lane, a lane's two 16-byte halves of a row are put
+/// `lanes` x 16 bytes apart, so each 16-byte load of a group reads whole
+/// sectors (`columns`: 16 bytes of the narrowest loaded storage). Dropped
+/// when an op needs a lane's columns contiguous (a reduction over groups
+/// of columns).
+void TileKernel::planSectorSlices(int64_t columns) {
+  sliceColumns = columns;
+  bool known = true;
+  if (failed(inferShapes(known))) {
+    sliceColumns = 0;
+    (void)inferShapes(known);
+  }
+  planHoistAndRowPart();
+}
+
 /// The kernel's decisions. Lanes: the widest inner extent spread over up
 /// to 32 lanes, 16 bytes per lane of the narrowest loaded storage (8 bf16
 /// columns, or 16 when an fp8 tensor is loaded), or narrow mode when an op
@@ -820,9 +859,11 @@ LogicalResult TileKernel::planKernel() {
       return root->emitOpError("internal error: no narrow layout");
   }
   planHoistAndRowPart();
-  if (!forced && indexerSide && lanes == natural && natural >= 4)
-    tryWiderLanes(natural / 2);
+  if (!forced && indexerSide && lanes == natural && natural >= 4 &&
+      tryWiderLanes(natural / 2) && ctx.sectorSlices)
+    planSectorSlices(columns);
   plan.lanes = lanes;
+  plan.sliceColumns = sliceColumns;
   plan.narrow = lanes == 1 && natural > 1;
   plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;
   plan.threads = ctx.threads;
@@ -851,6 +892,8 @@ DictionaryAttr TileKernel::planAttr() {
         "carried_registers", b.getI64IntegerAttr(plan.carriedRegisters)));
     attrs.push_back(b.getNamedAttr("item_registers",
                                    b.getI64IntegerAttr(plan.itemRegisters)));
+    attrs.push_back(b.getNamedAttr("slice_columns",
+                                   b.getI64IntegerAttr(plan.sliceColumns)));
   }
   return b.getDictionaryAttr(attrs);
 }

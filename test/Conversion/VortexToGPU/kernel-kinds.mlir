@@ -54,12 +54,16 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // OPT: gpu.func @scans_indexer_w0({{.*}}known_block_size = array<i32: 128, 1, 1>
 
 // Score: groups of 8 lanes per block (the plan widens 16-byte lanes to 32
-// bytes when the carried values fit), 2 blocks per iteration, 32-byte
-// loads of the centroids, a clustered reduction over the group.
+// bytes when the carried values fit), 2 blocks per iteration, a lane's 32
+// bytes of a centroid in two 16-byte slices 128 bytes apart (plan.mlir),
+// a clustered reduction over the group.
 // CHECK-LABEL: gpu.func @scans_indexer_w0(
 // CHECK-SAME: items_per_iteration = 2 : i64, lanes = 8 : i64
+// CHECK-SAME: slice_columns = 8 : i64
 // CHECK: arith.remui %{{.+}}, %c8 : index
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.shuffle {{.*}} : vector<8xbf16>, vector<8xbf16>
 // CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
 // CHECK: gpu.return
 

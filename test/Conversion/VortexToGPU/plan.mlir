@@ -10,6 +10,7 @@
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-threads=64" 2>&1 | FileCheck %s --check-prefix=BADT
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="topk-value-bins=false" | FileCheck %s --check-prefix=NOBINS
 // RUN: not vortex-opt %s --split-input-file --convert-vortex-to-gpu="topk-value-bins=2" 2>&1 | FileCheck %s --check-prefix=BADBINS
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="sector-slices=false" | FileCheck %s --check-prefix=NOSLICES
 
 // Every workload kernel's decisions are planned before any IR is built and
 // recorded on it as `vortex.plan` (docs/gpu.md, "Kernel plans"); the
@@ -50,7 +51,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<runtimeDisable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64, threads = 256 : i64}
 // CHECK-NOT: loop_annotation
 // The top-k's fixed decisions, three alternatives (512, 256 and 128
 // threads holding 2048 keys between them); no register bound unless asked.
@@ -139,12 +140,32 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // The mean query carried in f32 takes 16 registers over 8 lanes of 16
 // columns: within the budget, so the score kernel takes 32 bytes per lane
 // (a gather is bound by the bytes in flight per thread) and, with 16
-// registers per item, 2 items per iteration. The cache kernel keeps 16
-// lanes.
+// registers per item, 2 items per iteration. A lane holds its 16 columns
+// as two slices of 8, 64 columns apart (sector slices: each 16-byte load
+// of the 8 lanes reads 128 contiguous bytes, whole sectors), loaded apart
+// and joined. The cache kernel keeps 16 lanes.
 // CHECK-LABEL: gpu.func @widened_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 8 : i64, threads = 256 : i64}
+// CHECK: %[[LANE:.+]] = arith.remui %{{.+}}, %c8 : index
+// CHECK: %[[M0:.+]] = arith.muli %[[LANE]], %{{.+}} : index
+// CHECK-NEXT: %[[C0:.+]] = arith.addi %[[M0]], %{{.+}} : index
+// CHECK-NEXT: %[[A0:.+]] = arith.addi %{{.+}}, %[[C0]] : index
+// CHECK-NEXT: %[[S0:.+]] = vector.load %{{.+}}[%[[A0]]] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NEXT: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-NEXT: %[[EIGHT:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[M1:.+]] = arith.muli %[[LANE]], %[[EIGHT]] : index
+// CHECK-NEXT: %[[C1:.+]] = arith.addi %[[M1]], %[[C64]] : index
+// CHECK-NEXT: %[[A1:.+]] = arith.addi %{{.+}}, %[[C1]] : index
+// CHECK-NEXT: %[[S1:.+]] = vector.load %{{.+}}[%[[A1]]] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.shuffle %[[S0]], %[[S1]] [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xbf16>, vector<8xbf16>
 // CHECK: gpu.subgroup_reduce add {{.*}} cluster(size = 8)
+// sector-slices=false: the same plan with a lane's 16 columns contiguous,
+// one 32-byte load.
+// NOSLICES-LABEL: gpu.func @widened_indexer_w0(
+// NOSLICES-SAME: lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64
+// NOSLICES-NOT: vector.shuffle
+// NOSLICES: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
+// NOSLICES-LABEL: gpu.func @widened_indexer_topk(
 // CHECK-LABEL: gpu.func @widened_cache_w0(
 // CHECK-SAME: lanes = 16 : i64
 // Forced lanes are taken as given.

@@ -71,18 +71,20 @@
 // (one item per iteration here; loaded an iteration ahead, so no gather
 // waits for an id load).
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(vector<16xbf16>, )+}}i32) {
-// The envelopes (32 bytes per lane, read once: nontemporal) are issued
-// first, then the next ids, overlapping the row bookkeeping.
+// The envelopes (32 bytes per lane in two 16-byte slices 128 bytes apart,
+// read once: nontemporal) are issued first, then the next ids, overlapping
+// the row bookkeeping.
 // CHECK-NOT: memref.load %[[INDICES]]
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
+// CHECK-COUNT-4: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
 // CHECK: memref.load %[[INDICES]]
 // Advance the row (its bounds carried), keep q in registers while it does
 // not change.
 // CHECK: scf.while
 // CHECK: arith.cmpi ne
 // CHECK: scf.if
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK: vector.shuffle {{.*}} : vector<8xbf16>, vector<8xbf16>
 // CHECK: arith.extf
 // Sum over D of the envelope products, by the identity (envelope-sum.mlir):
 // fused multiply-adds over the lane slice, then the 8 lanes of the group;
@@ -116,7 +118,7 @@
 // real heads are reduced over D, and the max over heads sees -inf in the
 // padded rows.
 // G5: gpu.func @gqa_quest_sparse_attention_g5_indexer_w0
-// G5-COUNT-5: vector.load {{.*}} : memref<?xbf16>, vector<16xbf16>
+// G5-COUNT-10: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
 // G5: arith.constant dense<0.000000e+00> : vector<16xbf16>
 // G5-COUNT-5: gpu.subgroup_reduce add
 // G5-NOT: gpu.subgroup_reduce

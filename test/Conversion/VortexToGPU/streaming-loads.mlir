@@ -4,6 +4,9 @@
 // the NVVM stage as inline ld.global.L1::no_allocate.
 // RUN: vortex-opt %s --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
 // RUN: vortex-opt %s --vortex-nvvm-stage-lower="streaming-loads=false" | FileCheck %s --check-prefix=NVVM-OFF
+// With a lane's 32 bytes contiguous, a 32-byte load becomes two 16-byte
+// ones, the second at +16.
+// RUN: vortex-opt %s --vortex-nvvm-stage-lower="sector-slices=false" | FileCheck %s --check-prefix=NVVM-WIDE
 //
 // Streaming loads (docs/gpu.md, "Streaming loads"): a workload kernel's
 // rows read once (a paged row gathered by block id, a ragged row at a CSR
@@ -44,11 +47,12 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %cent: !c, %acc: !c) {
 // cached.
 // CHECK-LABEL: gpu.func @streamed_indexer_w0(
 // CHECK-SAME: %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: i32, %[[ACC:[^:]+]]: memref<?xbf16>, %[[CENT:[^:]+]]: memref<?xbf16>, %[[Q:[^:]+]]: memref<?xbf16>,
-// CHECK: vector.load %[[ACC]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %[[CENT]][%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %[[ACC]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %[[CENT]][%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
-// CHECK: vector.load %[[Q]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<16xbf16>
+// (Each lane's 32 bytes of a row as two 16-byte slices, plan.mlir.)
+// CHECK-COUNT-2: vector.load %[[ACC]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK-COUNT-2: vector.load %[[CENT]][%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-COUNT-2: vector.load %[[ACC]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK-COUNT-2: vector.load %[[CENT]][%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-COUNT-2: vector.load %[[Q]][%{{.+}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.+}}, %[[ACC]]
 // CHECK-LABEL: gpu.func @streamed_indexer_topk(
 // The top-k reads scores as before.
@@ -60,16 +64,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %cent: !c, %acc: !c) {
 
 // OFF-NOT: nontemporal
 
-// Two 16-byte loads for each 32-byte row slice, the second at +16.
+// One 16-byte load per slice.
 // NVVM-LABEL: llvm.func @streamed_indexer_w0(
 // NVVM: llvm.inline_asm has_side_effects asm_dialect = att "ld.global.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l" %{{.+}} : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>
 // NVVM-NEXT: llvm.extractvalue
-// NVVM: llvm.inline_asm has_side_effects asm_dialect = att "ld.global.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4+16];"
-// NVVM: llvm.bitcast %{{.+}} : vector<8xi32> to vector<16xbf16>
+// NVVM: llvm.bitcast %{{.+}} : vector<4xi32> to vector<8xbf16>
 // NVVM-LABEL: llvm.func @streamed_indexer_topk(
 // NVVM-NOT: no_allocate
 // NVVM-LABEL: llvm.func @streamed_cache_w0(
 // NVVM-COUNT-16: "ld.global.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];"
+
+// NVVM-WIDE-LABEL: llvm.func @streamed_indexer_w0(
+// NVVM-WIDE: "ld.global.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];"
+// NVVM-WIDE: "ld.global.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4+16];"
+// NVVM-WIDE: llvm.bitcast %{{.+}} : vector<8xi32> to vector<16xbf16>
 
 // NVVM-OFF-NOT: no_allocate
 // NVVM-OFF-NOT: nontemporal
