@@ -11,8 +11,11 @@ Value TileBuilder::column(const TileShape &t, int64_t e) {
   if (!t.distributed)
     return g.idx(e);
   int64_t run = runOf(t);
-  return g.add(g.mul(laneInItem, g.idx(run)),
-               g.idx(e / run * lanes * run + e % run));
+  // Sequenced: argument evaluation order differs between compilers, and so
+  // would the order of the ops built.
+  Value offset = g.idx(e / run * lanes * run + e % run);
+  Value laneStart = g.mul(laneInItem, g.idx(run));
+  return g.add(laneStart, offset);
 }
 
 TileShape TileBuilder::shapeOf(VTensorType type, bool distributed) const {
