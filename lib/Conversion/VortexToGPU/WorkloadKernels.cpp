@@ -201,6 +201,17 @@ private:
 // Loads and stores
 //===----------------------------------------------------------------------===//
 
+/// The alignment of a vector of `run` elements of `storage` at a lane's
+/// run in rows of `stride` elements: 16 bytes when every row and run start
+/// on a 16-byte boundary, else the element's.
+static llvm::MaybeAlign runAlignment(int64_t stride, int64_t run,
+                                     Type storage) {
+  unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
+  if ((stride * bytes) % 16 == 0 && (run * bytes) % 16 == 0)
+    return llvm::Align(16);
+  return std::nullopt;
+}
+
 /// Whether an item's input `v` (in `buffer`) is read once and so loaded
 /// nontemporal: a row gathered by block id or read at a CSR position that
 /// this kernel does not write back (a saved field's row is stored again by
@@ -229,7 +240,6 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
   int64_t colsStored = isScratch ? t.d1 : t.realD1;
   int64_t width = t.width();
   auto vecType = VectorType::get({width}, storage);
-  unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
   SmallVector<Value> rows;
   for (int64_t r = 0; r < t.d0; ++r) {
     if (r >= rowsStored) {
@@ -247,9 +257,7 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
       // boundary.
       int64_t run = runOf(t);
       auto runType = VectorType::get({run}, storage);
-      llvm::MaybeAlign align;
-      if ((stride * bytes) % 16 == 0 && (run * bytes) % 16 == 0)
-        align = llvm::Align(16);
+      llvm::MaybeAlign align = runAlignment(stride, run, storage);
       Value row;
       for (int64_t k = 0; k < width / run; ++k) {
         Value piece = vector::LoadOp::create(
@@ -338,10 +346,7 @@ void TileKernel::storeTile(const Tile &t, ArrayRef<Value> values,
         // A vector per contiguous run of the lane's columns.
         int64_t run = runOf(t);
         auto vecType = VectorType::get({run}, storage);
-        unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
-        llvm::MaybeAlign align;
-        if ((stride * bytes) % 16 == 0 && (run * bytes) % 16 == 0)
-          align = llvm::Align(16);
+        llvm::MaybeAlign align = runAlignment(stride, run, storage);
         for (int64_t k = 0; k < width / run; ++k) {
           Value vec = arith::ConstantOp::create(
               s.b, s.loc, vecType,

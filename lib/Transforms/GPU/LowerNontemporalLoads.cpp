@@ -11,6 +11,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::vortex {
 #define GEN_PASS_DEF_VORTEXGPULOWERNONTEMPORALLOADS
@@ -100,104 +102,117 @@ bool isGlobalAddress(Value ptr, LLVM::LLVMFuncOp func) {
   }
 }
 
-/// The inline PTX load for `load`, or failure when it does not qualify.
-LogicalResult rewriteLoad(LLVM::LoadOp load, LLVM::LLVMFuncOp func,
-                          const DataLayout &layout) {
-  if (!load.getNontemporal() || load.getVolatile_() ||
-      load.getOrdering() != LLVM::AtomicOrdering::not_atomic ||
-      !isGlobalAddress(load.getAddr(), func))
-    return failure();
-  Type type = load.getType();
-  if (!LLVM::isCompatibleType(type) || isa<LLVM::LLVMPointerType>(type))
-    return failure();
-  uint64_t bytes = layout.getTypeSize(type);
-  uint64_t align = load.getAlignment().value_or(0);
-  // One b32, v2.b32 or v4.b32 load, or several v4.b32 loads 16 bytes apart
-  // (sm_90 has no wider vector load), each aligned to its size.
-  unsigned words = bytes / 4;
-  bool single = llvm::is_contained({1u, 2u, 4u}, words) && align >= bytes;
-  bool pieces = bytes % 16 == 0 && bytes <= 64 && align >= 16;
-  if (bytes % 4 != 0 || (!single && !pieces))
-    return failure();
-
-  OpBuilder b(load);
-  Location loc = load.getLoc();
-  MLIRContext *ctx = b.getContext();
-  Value addr = load.getAddr();
-  auto global = LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
-  if (addr.getType() != global)
-    addr = LLVM::AddrSpaceCastOp::create(b, loc, global, addr);
-  Type i32 = b.getI32Type();
-  unsigned perLoad = single ? words : 4;
-  Type pieceType = perLoad == 1
-                       ? i32
-                       : LLVM::LLVMStructType::getLiteral(
-                             ctx, SmallVector<Type>(perLoad, i32));
-  SmallVector<Value> wordValues;
-  for (unsigned offset = 0; offset < bytes; offset += perLoad * 4) {
-    std::string asmString = "ld.global.L1::no_allocate";
-    if (perLoad > 1)
-      asmString += ".v" + std::to_string(perLoad);
-    asmString += ".b32 ";
-    asmString += perLoad > 1 ? "{" : "";
-    std::string constraints;
-    for (unsigned w = 0; w < perLoad; ++w) {
-      asmString += (w ? ", $" : "$") + std::to_string(w);
-      constraints += "=r,";
-    }
-    asmString += perLoad > 1 ? "}" : "";
-    asmString += ", [$" + std::to_string(perLoad);
-    if (offset)
-      asmString += "+" + std::to_string(offset);
-    asmString += "];";
-    constraints += "l";
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, pieceType, ValueRange{addr}, asmString, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-    if (perLoad == 1) {
-      wordValues.push_back(asmOp.getRes());
-      continue;
-    }
-    for (unsigned w = 0; w < perLoad; ++w)
-      wordValues.push_back(
-          LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), w));
+/// The inline PTX of one `ld.global.L1::no_allocate` of `words` 32-bit
+/// words at `offset` bytes past the address operand, and its constraints.
+std::pair<std::string, std::string> noAllocateAsm(unsigned words,
+                                                  unsigned offset) {
+  std::string asmString = "ld.global.L1::no_allocate";
+  if (words > 1)
+    asmString += ".v" + std::to_string(words);
+  asmString += ".b32 ";
+  asmString += words > 1 ? "{" : "";
+  std::string constraints;
+  for (unsigned w = 0; w < words; ++w) {
+    asmString += (w ? ", $" : "$") + std::to_string(w);
+    constraints += "=r,";
   }
-  Value bits = wordValues.front();
-  if (words > 1) {
-    auto vecType = VectorType::get({words}, i32);
-    bits = LLVM::PoisonOp::create(b, loc, vecType);
-    for (auto [w, word] : llvm::enumerate(wordValues)) {
-      Value index = LLVM::ConstantOp::create(b, loc, i32, w);
-      bits = LLVM::InsertElementOp::create(b, loc, bits, word, index);
-    }
-  }
-  Value result = bits.getType() == type
-                     ? bits
-                     : LLVM::BitcastOp::create(b, loc, type, bits).getResult();
-  load.replaceAllUsesWith(result);
-  load.erase();
-  return success();
+  asmString += words > 1 ? "}" : "";
+  asmString += ", [$" + std::to_string(words);
+  if (offset)
+    asmString += "+" + std::to_string(offset);
+  asmString += "];";
+  constraints += "l";
+  return {asmString, constraints};
 }
+
+/// A nontemporal load of global memory in a kernel whose target has
+/// L1::no_allocate, as inline PTX loads of that hint and a bitcast.
+struct LowerNontemporalLoad final : OpRewritePattern<LLVM::LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LLVM::LoadOp load,
+                                PatternRewriter &rewriter) const override {
+    if (!load.getNontemporal() || load.getVolatile_() ||
+        load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
+      return rewriter.notifyMatchFailure(load, "not a plain nontemporal load");
+    auto func = load->getParentOfType<LLVM::LLVMFuncOp>();
+    if (!isKernel(func) ||
+        !targetHasNoAllocate(func->getParentOfType<gpu::GPUModuleOp>()) ||
+        !isGlobalAddress(load.getAddr(), func))
+      return rewriter.notifyMatchFailure(load, "not known global memory of "
+                                               "a kernel with the hint");
+    Type type = load.getType();
+    if (!LLVM::isCompatibleType(type) || isa<LLVM::LLVMPointerType>(type))
+      return rewriter.notifyMatchFailure(load, "not a value type");
+    uint64_t bytes = DataLayout::closest(load).getTypeSize(type);
+    uint64_t align = load.getAlignment().value_or(0);
+    // One b32, v2.b32 or v4.b32 load, or several v4.b32 loads 16 bytes
+    // apart (sm_90 has no wider vector load), each aligned to its size.
+    unsigned words = bytes / 4;
+    bool single = llvm::is_contained({1u, 2u, 4u}, words) && align >= bytes;
+    bool pieces = bytes % 16 == 0 && bytes <= 64 && align >= 16;
+    if (bytes % 4 != 0 || (!single && !pieces))
+      return rewriter.notifyMatchFailure(load, "size or alignment");
+
+    Location loc = load.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value addr = load.getAddr();
+    auto global = LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
+    if (addr.getType() != global)
+      addr = LLVM::AddrSpaceCastOp::create(rewriter, loc, global, addr);
+    Type i32 = rewriter.getI32Type();
+    unsigned perLoad = single ? words : 4;
+    Type pieceType = perLoad == 1
+                         ? i32
+                         : LLVM::LLVMStructType::getLiteral(
+                               ctx, SmallVector<Type>(perLoad, i32));
+    SmallVector<Value> wordValues;
+    for (unsigned offset = 0; offset < bytes; offset += perLoad * 4) {
+      auto [asmString, constraints] = noAllocateAsm(perLoad, offset);
+      auto asmOp = LLVM::InlineAsmOp::create(
+          rewriter, loc, pieceType, ValueRange{addr}, asmString, constraints,
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::TailCallKind::None,
+          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          /*operand_attrs=*/ArrayAttr());
+      if (perLoad == 1) {
+        wordValues.push_back(asmOp.getRes());
+        continue;
+      }
+      for (unsigned w = 0; w < perLoad; ++w)
+        wordValues.push_back(
+            LLVM::ExtractValueOp::create(rewriter, loc, asmOp.getRes(), w));
+    }
+    Value bits = wordValues.front();
+    if (words > 1) {
+      auto vecType = VectorType::get({words}, i32);
+      bits = LLVM::PoisonOp::create(rewriter, loc, vecType);
+      for (auto [w, word] : llvm::enumerate(wordValues)) {
+        Value index = LLVM::ConstantOp::create(rewriter, loc, i32, w);
+        bits = LLVM::InsertElementOp::create(rewriter, loc, bits, word, index);
+      }
+    }
+    if (bits.getType() != type)
+      bits = LLVM::BitcastOp::create(rewriter, loc, type, bits);
+    rewriter.replaceOp(load, bits);
+    return success();
+  }
+};
 
 struct LowerNontemporalLoads final
     : vortex::impl::VortexGPULowerNontemporalLoadsBase<LowerNontemporalLoads> {
   void runOnOperation() override {
-    SmallVector<LLVM::LoadOp> loads;
-    getOperation()->walk([&](LLVM::LoadOp load) {
-      if (load.getNontemporal())
-        loads.push_back(load);
-    });
-    for (LLVM::LoadOp load : loads) {
-      auto func = load->getParentOfType<LLVM::LLVMFuncOp>();
-      if (!isKernel(func) ||
-          !targetHasNoAllocate(func->getParentOfType<gpu::GPUModuleOp>()))
-        continue;
-      (void)rewriteLoad(load, func, DataLayout::closest(load));
-    }
+    RewritePatternSet patterns(&getContext());
+    vortex::populateVortexGPULowerNontemporalLoadsPatterns(patterns);
+    // One walk: a rewritten load leaves no nontemporal load behind, and
+    // nothing else is folded.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void vortex::populateVortexGPULowerNontemporalLoadsPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerNontemporalLoad>(patterns.getContext());
+}

@@ -27,6 +27,11 @@ namespace mlir::vortex {
 #define GEN_PASS_REGISTRATION
 #include "Vortex/Transforms/GPU/Passes.h.inc"
 
+/// The rewrite of vortex-gpu-lower-nontemporal-loads: a nontemporal load of
+/// global memory in an NVVM kernel as inline ld.global.L1::no_allocate.
+void populateVortexGPULowerNontemporalLoadsPatterns(
+    RewritePatternSet &patterns);
+
 /// The number of an `sm_<number>[suffix]` chip name (90 for sm_90a), or
 /// nothing when `chip` is not of that form.
 std::optional<unsigned> parseSMVersion(llvm::StringRef chip);

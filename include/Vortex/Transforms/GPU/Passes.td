@@ -126,11 +126,14 @@ def VortexGPULowerNontemporalLoads
       computed by `llvm.getelementptr` from a pointer argument of the
       kernel (CUDA passes kernel pointers to global memory), also through
       `llvm.extractvalue` of the `llvm.insertvalue` that put it there,
-    * reads 4, 8 or 16 bytes, at least aligned to its size, and is neither
+    * reads 4, 8 or 16 bytes at least aligned to its size, or 32 to 64
+      bytes (a multiple of 16) at least 16-byte aligned, and is neither
       volatile nor atomic,
 
-    into inline PTX `ld.global.L1::no_allocate.b32` (`.v2.b32`, `.v4.b32`)
-    and a bitcast to the loaded type. The inline PTX has side effects, so
+    into inline PTX `ld.global.L1::no_allocate.b32` (`.v2.b32`, `.v4.b32`;
+    wider loads as `.v4.b32` pieces at `[p+16]`, ...) and a bitcast to the
+    loaded type. The rewrite is a pattern
+    (`populateVortexGPULowerNontemporalLoadsPatterns`) for other pipelines. The inline PTX has side effects, so
     LLVM keeps it in order with barriers, `griddepcontrol.wait` and stores.
 
     Anything else keeps its load: the hint is never needed for
