@@ -166,6 +166,8 @@ void vortex::buildVortexNVVMLowerStage(
   toGPU.envelopeIdentity = options.envelopeIdentity;
   toGPU.streamingLoads = options.streamingLoads;
   toGPU.sectorSlices = options.sectorSlices;
+  // bf16 mma.sync needs sm_80; sm_75 keeps the fused multiply-adds.
+  toGPU.envelopeMMA = options.envelopeMMA && options.chip != "sm_75";
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
   pm.addPass(createConvertVortexToGPU(toGPU));

@@ -47,7 +47,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
       chunk of CSR positions; the block id is read once per block, paged
       rows are read with 16-byte vector loads spread over the group's lanes,
       the row's batched operands (q) stay in registers while the row does
-      not change, and reductions over D use clustered subgroup reductions.
+      not change, and reductions over D use clustered subgroup reductions;
+      a sum over D of max(x * a, x * b) with x a per-row bf16 input of up
+      to 8 rows runs on tensor cores (`envelope-mma`: mma.sync m16n8k16,
+      the warp's groups then walking its chunk at consecutive positions).
       Only the scored positions `[0, n - eos)` of rows that need selection
       are computed (vortex_torch's planner schedules no other work).
     * Each cache `vortex.kernel` becomes a kernel over the completed blocks.
@@ -108,13 +111,19 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "in score kernels whose lanes hold 32 bytes of a row, place a "
            "lane's two 16-byte slices a group's width apart, so each "
            "16-byte load of a group reads whole 32-byte sectors (false: a "
-           "lane's bytes contiguous; docs/gpu.md, \"Sector slices\")">
+           "lane's bytes contiguous; docs/gpu.md, \"Sector slices\")">,
+    Option<"envelopeMMA", "envelope-mma", "bool", "true",
+           "with envelope-identity, sum max(x * a, x * b) over the columns "
+           "of a score kernel's bf16 rows on tensor cores (mma.sync "
+           "m16n8k16, sm_80+) when x is a per-row input of up to 8 rows "
+           "used by nothing else (false: fused multiply-adds; docs/gpu.md, "
+           "\"Envelope sums on tensor cores\")">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }
 

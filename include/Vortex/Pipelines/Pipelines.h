@@ -87,6 +87,12 @@ struct VortexNVVMPipelineOptions
                      "apart so each load reads whole sectors "
                      "(convert-vortex-to-gpu)"),
       llvm::cl::init(true)};
+  Option<bool> envelopeMMA{
+      *this, "envelope-mma",
+      llvm::cl::desc("Sum a score kernel's bf16 envelopes on tensor cores "
+                     "(mma.sync; convert-vortex-to-gpu, taken only on "
+                     "sm_80 and newer)"),
+      llvm::cl::init(true)};
   Option<int64_t> topkThreads{
       *this, "topk-threads",
       llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "

@@ -140,6 +140,8 @@ struct FlowContext {
   /// Score kernels at 32 bytes per lane hold a row in 16-byte slices a
   /// group's width apart (TileBuilder::sliceColumns).
   bool sectorSlices = true;
+  /// Envelope sums of bf16 rows on tensor cores (EnvelopeMMA.cpp).
+  bool envelopeMMA = true;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;

@@ -18,6 +18,29 @@ Value TileBuilder::column(const TileShape &t, int64_t e) {
   return g.add(laneStart, offset);
 }
 
+Value TileBuilder::loadLaneRuns(Value memref, Value base, const TileShape &t,
+                                Type storage, llvm::MaybeAlign align,
+                                bool nontemporal) {
+  Gen g = gen();
+  int64_t run = runOf(t);
+  auto runType = VectorType::get({run}, storage);
+  Value row;
+  for (int64_t k = 0; k < t.width() / run; ++k) {
+    Value piece = vector::LoadOp::create(
+        g.b, g.loc, runType, memref,
+        ValueRange{g.add(base, column(t, k * run))}, nontemporal, align);
+    if (!row) {
+      row = piece;
+      continue;
+    }
+    // Concatenated (a shuffle, which NVVM lowers directly).
+    SmallVector<int64_t> mask =
+        llvm::to_vector(llvm::seq<int64_t>(0, (k + 1) * run));
+    row = vector::ShuffleOp::create(g.b, g.loc, row, piece, mask);
+  }
+  return row;
+}
+
 TileShape TileBuilder::shapeOf(VTensorType type, bool distributed) const {
   TileShape t;
   t.d0 = computeExtent(type, 1);

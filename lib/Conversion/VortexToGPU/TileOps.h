@@ -16,7 +16,9 @@
 
 #include "KernelBuilder.h"
 
+#include <array>
 #include <memory>
+#include <optional>
 
 namespace mlir::vortex::gpugen {
 
@@ -46,6 +48,9 @@ struct TileLayout {
 /// A tile and its elements, emitted at their use.
 struct Tile : TileShape {
   std::function<Value(int64_t r, int64_t e)> at;
+  /// A loaded tile's row vectors in their storage type (empty otherwise):
+  /// what a lowering that packs elements reads instead of `at`.
+  SmallVector<Value> storageRows;
 
   /// Element (r, e) of a result with `outD1` columns that this tile is an
   /// operand of, broadcast as elementwise ops do: an extent of 1 is read at
@@ -84,6 +89,9 @@ public:
   bool unsupported = false;
   /// Sums of envelope products by the identity (lowerEnvelopeSum).
   bool envelopeIdentity = true;
+  /// The kernel's lowering of a reduction its plan puts on tensor cores
+  /// (EnvelopeMMA.cpp); null for any other op.
+  std::function<TileRef(Operation *reduction, TileRef in)> envelopeMMA;
   DenseMap<Value, TileRef> tiles;
 
   Gen gen() { return Gen{*builder, loc}; }
@@ -110,6 +118,10 @@ public:
       return sliceColumns;
     return t.width();
   }
+  /// This lane's part of the row at element `base` of `memref`: a vector
+  /// load per contiguous run of its columns (runOf), concatenated.
+  Value loadLaneRuns(Value memref, Value base, const TileShape &t,
+                     Type storage, llvm::MaybeAlign align, bool nontemporal);
   TileShape shapeOf(VTensorType type, bool distributed) const;
   /// A loaded value: distributed when its columns spread evenly over the
   /// lanes.
@@ -153,6 +165,38 @@ struct TileFamily {
 };
 extern const TileFamily kElementwiseTiles, kReductionTiles,
     kContractionTiles, kLayoutTiles;
+
+/// x, a and b of `v` = maximum(x * a, x * b) (either operand order of each
+/// multiply), if `v` is one.
+std::optional<std::array<Value, 3>> matchEnvelope(Value v);
+
+/// Sums over the columns of max(x a, x b) on tensor cores (EnvelopeMMA.cpp,
+/// docs/gpu.md "Envelope sums on tensor cores"): x is a per-row input of up
+/// to 8 rows in bf16, a and b one loaded bf16 row each, distributed alike.
+struct EnvelopeMMAOperands {
+  VTensorType resultType;
+  TileShape in, x;
+  /// x's buffer: elements per batched row and per x row.
+  Value xMemref;
+  int64_t xRowElements = 0, xStride = 0;
+  llvm::MaybeAlign xAlign;
+  /// The lane's parts of a and b (vector<perLane x bf16>), the item's row.
+  Value aRow, bRow, row;
+};
+/// What the persistent loop carries for the tensor-core sums: the row whose
+/// x fragments the warp holds (i32, -1 for none) and the fragments (i32).
+struct EnvelopeFragments {
+  Value row;
+  SmallVector<Value> regs;
+};
+/// i32 fragment registers a lane carries at `lanes` lanes of `perLane`
+/// columns.
+int64_t envelopeFragmentRegisters(int64_t lanes, int64_t perLane);
+/// Whether the tensor-core sums can lay out over `lanes` lanes of
+/// `perLane` columns and `rows` rows of x.
+bool envelopeMMAFits(int64_t lanes, int64_t perLane, int64_t rows);
+TileRef emitEnvelopeMMA(TileBuilder &tb, const EnvelopeMMAOperands &o,
+                        EnvelopeFragments &state);
 
 } // namespace mlir::vortex::gpugen
 

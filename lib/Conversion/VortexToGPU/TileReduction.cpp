@@ -38,10 +38,8 @@ static FailureOr<TileLayout> layoutReduction(const TileBuilder &tb,
   return TileLayout{tb.reduceRowsShape(operands[0], rt)};
 }
 
-/// The tiles of x, a and b in `maximum(x * a, x * b)` (either operand order
-/// of each multiply), if `v` is one and this kernel holds all three.
-static std::optional<std::array<TileRef, 3>> envelopeOperands(TileBuilder &tb,
-                                                              Value v) {
+std::optional<std::array<Value, 3>> mlir::vortex::gpugen::matchEnvelope(
+    Value v) {
   auto max = v.getDefiningOp<MaximumOp>();
   if (!max)
     return std::nullopt;
@@ -55,13 +53,24 @@ static std::optional<std::array<TileRef, 3>> envelopeOperands(TileBuilder &tb,
       if (y != x)
         continue;
       Value b = y == m2.getLhs() ? m2.getRhs() : m2.getLhs();
-      std::array<TileRef, 3> xab = {tb.tiles.lookup(x), tb.tiles.lookup(a),
-                                    tb.tiles.lookup(b)};
-      if (xab[0] && xab[1] && xab[2])
-        return xab;
+      return std::array<Value, 3>{x, a, b};
     }
   }
   return std::nullopt;
+}
+
+/// The tiles of x, a and b of an envelope, if this kernel holds all three.
+static std::optional<std::array<TileRef, 3>> envelopeOperands(TileBuilder &tb,
+                                                              Value v) {
+  std::optional<std::array<Value, 3>> xab = matchEnvelope(v);
+  if (!xab)
+    return std::nullopt;
+  std::array<TileRef, 3> tiles = {tb.tiles.lookup((*xab)[0]),
+                                  tb.tiles.lookup((*xab)[1]),
+                                  tb.tiles.lookup((*xab)[2])};
+  if (!tiles[0] || !tiles[1] || !tiles[2])
+    return std::nullopt;
+  return tiles;
 }
 
 /// sum_k max(x_k a_k, x_k b_k) as (sum_k x_k (a_k + b_k) + |x_k| |a_k - b_k|)
@@ -121,6 +130,9 @@ static TileRef lowerEnvelopeSum(TileBuilder &tb, TileRef in,
 static TileRef lowerReduction(TileBuilder &tb, Operation *op) {
   auto red = cast<ReductionOpInterface>(op);
   TileRef in = tb.operandTile(op, 0);
+  if (tb.envelopeMMA)
+    if (TileRef t = tb.envelopeMMA(op, in))
+      return t;
   if (tb.envelopeIdentity && red.getReducedDim() == 2 &&
       red.getGroupFactor() == 0 && red.getReduceKind() == ReduceKind::Sum)
     if (auto xab = envelopeOperands(tb, op->getOperand(0)))

@@ -11,6 +11,7 @@
 #include "Vortex/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::vortex {
@@ -120,7 +121,8 @@ struct KernelOptions {
   int64_t ctasPerSM, threads, itemsPerIteration, lanes;
   bool hoist;
   int64_t topkCtasPerSM, topkThreads;
-  bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices;
+  bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices,
+      envelopeMMA;
 };
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -150,6 +152,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.streamingLoads = options.streamingLoads;
   ctx.sectorSlices = options.sectorSlices;
+  ctx.envelopeMMA = options.envelopeMMA;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -240,7 +243,7 @@ struct ConvertVortexToGPUPass
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
                           topkValueBins, envelopeIdentity, streamingLoads,
-                          sectorSlices};
+                          sectorSlices,  envelopeMMA};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

@@ -51,6 +51,14 @@ struct KernelPlan {
   DenseMap<Value, TileShape> shapes;
   SmallVector<std::pair<Value, TileShape>> rowShapes;
   SmallVector<Type> carryTypes;
+  /// Envelope sums on tensor cores (EnvelopeMMA.cpp): the reductions, their
+  /// x (a per-row input nothing else reads, so the loop carries x's mma
+  /// fragments instead of x) and the fragments' i32 registers.
+  struct {
+    Value x;
+    DenseSet<Operation *> sums;
+    int64_t fragmentRegisters = 0;
+  } mma;
 };
 
 struct PendingStore {
@@ -144,6 +152,9 @@ private:
     /// total: the extent of dense_kv_indices (the loop runs only when
     /// indptr[rows] equals it).
     Value indptr, indices, rows, total, s0, sEnd;
+    /// Positions between a group's consecutive items: 1, or the groups of a
+    /// warp when they take consecutive positions (tensor-core sums).
+    int64_t stride = 1;
     /// num_blocks - 1 (i32), when the kernel gathers by block id.
     Value lastBlock;
   };
@@ -163,6 +174,8 @@ private:
   void planSectorSlices(int64_t columns);
   void planHoistAndRowPart();
   DictionaryAttr planAttr();
+  void planEnvelopeMMA();
+  TileRef lowerEnvelopeMMA(Operation *op, TileRef in);
   KernelPlan plan;
   Value positionAt(Gen &x, const IndexerLoop &L, Value it, int64_t u);
   SmallVector<Value> loadIds(Gen &x, const IndexerLoop &L, Value it);
@@ -195,6 +208,9 @@ private:
   std::optional<unsigned> slotMapArg;
   Value slotRow;
   int64_t groupsPerCTA = 1;
+  /// The item being computed's row, and the mma fragments the loop carries.
+  Value itemRow;
+  EnvelopeFragments mmaState;
 };
 
 //===----------------------------------------------------------------------===//
@@ -255,24 +271,9 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
       // A vector per contiguous run of the lane's columns (one unless the
       // layout has slices), aligned when every row starts on a vector
       // boundary.
-      int64_t run = runOf(t);
-      auto runType = VectorType::get({run}, storage);
-      llvm::MaybeAlign align = runAlignment(stride, run, storage);
-      Value row;
-      for (int64_t k = 0; k < width / run; ++k) {
-        Value piece = vector::LoadOp::create(
-            g.b, g.loc, runType, memref,
-            ValueRange{g.add(base, column(t, k * run))},
-            /*nontemporal=*/streaming && t.distributed, align);
-        if (!row) {
-          row = piece;
-          continue;
-        }
-        // Concatenated (a shuffle, which NVVM lowers directly).
-        SmallVector<int64_t> mask =
-            llvm::to_vector(llvm::seq<int64_t>(0, (k + 1) * run));
-        row = vector::ShuffleOp::create(g.b, g.loc, row, piece, mask);
-      }
+      Value row = loadLaneRuns(memref, base, t, storage,
+                               runAlignment(stride, runOf(t), storage),
+                               streaming && t.distributed);
       rows.push_back(row);
       continue;
     }
@@ -300,6 +301,7 @@ SmallVector<Value> TileKernel::loadRowVectors(Value memref, Value rowBase,
 TileRef TileKernel::tileFromRows(Value value, ArrayRef<Value> rows) {
   TileRef t = loadedLayout(cast<VTensorType>(value.getType()));
   SmallVector<Value> vectors(rows.begin(), rows.end());
+  t->storageRows = vectors;
   t->at = [this, vectors](int64_t r, int64_t e) {
     Gen g = gen();
     return g.toF32(vector::ExtractOp::create(g.b, g.loc, vectors[r], e));
@@ -546,7 +548,7 @@ void TileKernel::collectRowPart() {
 bool TileKernel::emitRowPart(Value row) {
   rowVectors.clear();
   for (Value v : inputs) {
-    if (!isRowInvariant(v))
+    if (!isRowInvariant(v) || v == plan.mma.x)
       continue;
     std::string buf = ctx.bufferOf.lookup(v);
     Value memref = buffers.lookup(StringRef(buf));
@@ -601,6 +603,17 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
     tiles[v] = t;
   for (auto &[v, t] : rowTiles)
     tiles[v] = t;
+  itemRow = row;
+  if (plan.mma.x) {
+    // Only the tensor-core sums read x, from its fragments: its elements
+    // are never asked for.
+    TileRef x = makeTile(plan.shapes.lookup(plan.mma.x));
+    x->at = [this](int64_t, int64_t) {
+      unsupported = true;
+      return gen().f32(0.0);
+    };
+    tiles[plan.mma.x] = x;
+  }
   for (Operation *op : ops) {
     if (isa<SaveOp, WriteOp, FillOp>(op) || rowOpSet.count(op))
       continue;
@@ -707,7 +720,8 @@ void TileKernel::planRowPart() {
   if (rowValues.empty())
     return;
   for (Value v : rowValues)
-    plan.rowShapes.push_back({v, plan.shapes.lookup(v)});
+    if (v != plan.mma.x)
+      plan.rowShapes.push_back({v, plan.shapes.lookup(v)});
   // Raw inputs (q) are carried as their loaded storage vectors and widened
   // at each use (half the registers of f32 for bf16); computed per-row
   // values are carried in f32.
@@ -738,7 +752,7 @@ int64_t TileKernel::registersOf(Value v, const TileShape &t) {
 
 /// 32-bit registers the carried per-row values take (planRowPart first).
 int64_t TileKernel::carriedRegisters() {
-  int64_t carried = 0;
+  int64_t carried = plan.mma.fragmentRegisters;
   for (auto &[v, t] : plan.rowShapes)
     carried += inputs.contains(v) ? registersOf(v, t) : t.d0 * t.width();
   return carried;
@@ -750,7 +764,7 @@ int64_t TileKernel::carriedRegisters() {
 int64_t TileKernel::rowPartRegisters() {
   int64_t regs = 0;
   for (Value v : inputs)
-    if (isRowInvariant(v))
+    if (isRowInvariant(v) && v != plan.mma.x)
       regs += registersOf(v, plan.shapes.lookup(v));
   for (Operation *op : rowOps) {
     // Masks are views, emitted element by element at their uses.
@@ -822,6 +836,111 @@ void TileKernel::planSectorSlices(int64_t columns) {
   planHoistAndRowPart();
 }
 
+/// The value a vortex.load renames (the loaded input), else `v`.
+static Value loadedInput(Value v) {
+  while (auto load = v.getDefiningOp<LoadOp>())
+    v = load->getOperand(0);
+  return v;
+}
+
+/// Which envelope sums go on tensor cores: sums over the columns of
+/// max(x a, x b) with x a batched bf16 input of at most 8 rows that only
+/// these sums read, a and b loaded bf16 rows, all distributed alike over
+/// lanes the mma's quads can take (envelopeMMAFits). Needs the identity
+/// (the literal form is what envelope-identity=false asks for).
+void TileKernel::planEnvelopeMMA() {
+  plan.mma = {};
+  envelopeMMA = nullptr;
+  if (!indexerSide || !ctx.envelopeMMA || !ctx.envelopeIdentity)
+    return;
+  auto isBF16 = [&](Value v) {
+    Type storage = storageOf(v);
+    return storage && storage.isBF16();
+  };
+  auto fullRows = [&](const TileShape &t) {
+    return t.distributed && t.d1 == t.realD1;
+  };
+  Value x;
+  DenseSet<Operation *> sums, uses;
+  for (Operation *op : ops) {
+    auto red = dyn_cast<ReductionOpInterface>(op);
+    if (!red || red.getReducedDim() != 2 || red.getGroupFactor() != 0 ||
+        red.getReduceKind() != ReduceKind::Sum)
+      continue;
+    std::optional<std::array<Value, 3>> xab = matchEnvelope(op->getOperand(0));
+    if (!xab)
+      continue;
+    Value xv = (*xab)[0], a = loadedInput((*xab)[1]),
+          b = loadedInput((*xab)[2]);
+    const TileShape &xs = plan.shapes.lookup(xv);
+    const TileShape &as = plan.shapes.lookup(a), &bs = plan.shapes.lookup(b);
+    const TileShape &in = plan.shapes.lookup(op->getOperand(0));
+    bool fits =
+        (!x || x == xv) && inputs.contains(xv) && isRowInvariant(xv) &&
+        !cast<VTensorType>(xv.getType()).isParameter() &&
+        inputs.contains(a) && inputs.contains(b) && !isRowInvariant(a) &&
+        !isRowInvariant(b) && isBF16(xv) && isBF16(a) && isBF16(b) &&
+        fullRows(xs) && fullRows(as) && fullRows(bs) && fullRows(in) &&
+        as.d0 == 1 && bs.d0 == 1 && as.perLane == xs.perLane &&
+        bs.perLane == xs.perLane && in.perLane == xs.perLane &&
+        envelopeMMAFits(lanes, xs.perLane, xs.realD0);
+    if (!fits)
+      continue;
+    x = xv;
+    sums.insert(op);
+    Operation *max = op->getOperand(0).getDefiningOp();
+    uses.insert(max);
+    for (Value m : max->getOperands())
+      uses.insert(m.getDefiningOp());
+  }
+  if (!x)
+    return;
+  // x, the products and the maxima feed these sums alone (x's elements are
+  // then never needed, and the loop carries its fragments instead).
+  auto onlyInto = [](Value v, const DenseSet<Operation *> &set) {
+    return llvm::all_of(v.getUsers(),
+                        [&](Operation *u) { return set.contains(u); });
+  };
+  if (!onlyInto(x, uses))
+    return;
+  for (Operation *op : uses)
+    if (!onlyInto(op->getResult(0), isa<MaximumOp>(op) ? sums : uses))
+      return;
+  plan.mma.x = x;
+  plan.mma.sums = std::move(sums);
+  plan.mma.fragmentRegisters =
+      envelopeFragmentRegisters(lanes, plan.shapes.lookup(x).perLane);
+  envelopeMMA = [this](Operation *op, TileRef in) {
+    return lowerEnvelopeMMA(op, in);
+  };
+  planRowPart();
+}
+
+/// A planned envelope sum of the current item (emitEnvelopeMMA); null for
+/// any other reduction.
+TileRef TileKernel::lowerEnvelopeMMA(Operation *op, TileRef in) {
+  if (!plan.mma.sums.contains(op))
+    return nullptr;
+  std::array<Value, 3> xab = *matchEnvelope(op->getOperand(0));
+  TileRef a = tiles.lookup(xab[1]), b = tiles.lookup(xab[2]);
+  if (!a || !b || a->storageRows.size() != 1 || b->storageRows.size() != 1) {
+    unsupported = true;
+    return makeTile(resultTypeOf(op), false);
+  }
+  EnvelopeMMAOperands o;
+  o.resultType = resultTypeOf(op);
+  o.in = *in;
+  o.x = plan.shapes.lookup(plan.mma.x);
+  o.xMemref = buffers.lookup(StringRef(ctx.bufferOf.lookup(plan.mma.x)));
+  o.xRowElements = o.x.realD0 * o.x.realD1;
+  o.xStride = o.x.realD1;
+  o.xAlign = runAlignment(o.xStride, runOf(o.x), storageOf(plan.mma.x));
+  o.aRow = a->storageRows.front();
+  o.bRow = b->storageRows.front();
+  o.row = itemRow;
+  return emitEnvelopeMMA(*this, o, mmaState);
+}
+
 /// The kernel's decisions. Lanes: the widest inner extent spread over up
 /// to 32 lanes, 16 bytes per lane of the narrowest loaded storage (8 bf16
 /// columns, or 16 when an fp8 tensor is loaded), or narrow mode when an op
@@ -870,6 +989,7 @@ LogicalResult TileKernel::planKernel() {
   plan.lanes = lanes;
   plan.sliceColumns = sliceColumns;
   plan.narrow = lanes == 1 && natural > 1;
+  planEnvelopeMMA();
   plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;
   plan.threads = ctx.threads;
   plan.itemsPerWarp = 32 / lanes;
@@ -899,6 +1019,8 @@ DictionaryAttr TileKernel::planAttr() {
                                    b.getI64IntegerAttr(plan.itemRegisters)));
     attrs.push_back(b.getNamedAttr("slice_columns",
                                    b.getI64IntegerAttr(plan.sliceColumns)));
+    attrs.push_back(b.getNamedAttr("envelope_mma",
+                                   b.getBoolAttr(!plan.mma.sums.empty())));
   }
   return b.getDictionaryAttr(attrs);
 }
@@ -908,7 +1030,8 @@ DictionaryAttr TileKernel::planAttr() {
 Value TileKernel::positionAt(Gen &x, const IndexerLoop &L, Value it,
                              int64_t u) {
   int64_t unroll = plan.itemsPerIteration;
-  return x.add(L.s0, x.add(x.mul(it, x.idx(unroll)), x.idx(u)));
+  Value k = x.add(x.mul(it, x.idx(unroll)), x.idx(u));
+  return x.add(L.s0, L.stride == 1 ? k : x.mul(k, x.idx(L.stride)));
 }
 
 /// The block ids (i32, unchecked) at the positions of iteration `it`,
@@ -988,7 +1111,14 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
   // Kernels that gather by block id carry the ids, loaded an iteration
   // ahead.
   int64_t carriedIds = byBlock ? unroll : 0;
-  SmallVector<Value> carry(carried.drop_front(4).drop_back(carriedIds));
+  int64_t carriedMMA = plan.mma.x ? 1 + plan.mma.fragmentRegisters : 0;
+  SmallVector<Value> carry(
+      carried.drop_front(4).drop_back(carriedIds + carriedMMA));
+  if (carriedMMA) {
+    ValueRange m = carried.drop_back(carriedIds).take_back(carriedMMA);
+    mmaState.row = m.front();
+    mmaState.regs.assign(m.begin() + 1, m.end());
+  }
   struct Item {
     Value blockId, pos, row, active, blockOk;
     DenseMap<Value, TileRef> rowTiles, loaded;
@@ -1097,6 +1227,10 @@ SmallVector<Value> TileKernel::emitIteration(const IndexerLoop &L, Value it,
       ok = false;
   SmallVector<Value> next = {r, cachedRow, start, end};
   llvm::append_range(next, carry);
+  if (carriedMMA) {
+    next.push_back(mmaState.row);
+    llvm::append_range(next, mmaState.regs);
+  }
   llvm::append_range(next, nextIds);
   return next;
 }
@@ -1172,6 +1306,17 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   Value chunk = g.ceilDiv(total, numGroups);
   Value s0 = g.mul(group, chunk);
   Value sEnd = g.minU(total, g.add(s0, chunk));
+  int64_t stride = 1;
+  if (plan.mma.x) {
+    // The tensor-core sums share x's fragments across a warp: its groups
+    // walk the warp's chunks together, at consecutive positions, so they
+    // are in one row but at the row's ends.
+    stride = plan.itemsPerWarp;
+    Value warpChunk = g.mul(chunk, g.idx(stride));
+    Value warpStart = g.mul(g.divU(group, g.idx(stride)), warpChunk);
+    s0 = g.add(warpStart, g.remU(group, g.idx(stride)));
+    sEnd = g.minU(total, g.add(warpStart, warpChunk));
+  }
 
   IndexerLoop L;
   L.indptr = indptr;
@@ -1180,6 +1325,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   L.total = total;
   L.s0 = s0;
   L.sEnd = sEnd;
+  L.stride = stride;
   L.lastBlock = lastBlock;
 
   // indptr has rows + 1 entries: rows = 0 has no row to search.
@@ -1208,6 +1354,11 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
                                    b.getZeroAttr(vt.getElementType()))));
       else
         inits.push_back(x.f32(0.0));
+    }
+    if (plan.mma.x) {
+      // No row's fragments yet.
+      inits.push_back(x.i32(-1));
+      inits.append(plan.mma.fragmentRegisters, x.i32(0));
     }
     llvm::append_range(inits, firstIds);
     Value iterations =

@@ -1,15 +1,17 @@
-// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=envelope-mma=false | FileCheck %s
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=envelope-identity=false | FileCheck %s --check-prefix=OFF
 // The vortex-to-nvvm option reaches the pass: libdevice's fmaf (inlined at
 // serialization) with it, the maxima without.
-// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-mma=false" | FileCheck %s --check-prefix=NVVM
 // RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-identity=false" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // Envelope sums (docs/gpu.md, "Envelope sums"): sum over the columns of
 // max(x * a, x * b) becomes (x (a + b) + |x| |a - b|) / 2, two fused
 // multiply-adds an element, when the two products share an operand. Other
 // sums, other reductions and unshared products stay as written, and
-// envelope-identity=false keeps every sum as written.
+// envelope-identity=false keeps every sum as written. These bf16 sums go on
+// tensor cores by default (envelope-mma.mlir); envelope-mma=false keeps
+// them in fused multiply-adds, as on sm_75.
 
 !kv  = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
 !q   = !vortex.vtensor<?x4x128xbf16, #vortex.format<batched>>

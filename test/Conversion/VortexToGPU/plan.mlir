@@ -51,7 +51,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<runtimeDisable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, envelope_mma = false, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64, threads = 256 : i64}
 // CHECK-NOT: loop_annotation
 // The top-k's fixed decisions, three alternatives (512, 256 and 128
 // threads holding 2048 keys between them); no register bound unless asked.
@@ -145,7 +145,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // of the 8 lanes reads 128 contiguous bytes, whole sectors), loaded apart
 // and joined. The cache kernel keeps 16 lanes.
 // CHECK-LABEL: gpu.func @widened_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 8 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, envelope_mma = false, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 8 : i64, threads = 256 : i64}
 // CHECK: %[[LANE:.+]] = arith.remui %{{.+}}, %c8 : index
 // CHECK: %[[M0:.+]] = arith.muli %[[LANE]], %{{.+}} : index
 // CHECK-NEXT: %[[C0:.+]] = arith.addi %[[M0]], %{{.+}} : index

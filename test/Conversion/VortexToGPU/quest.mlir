@@ -1,4 +1,5 @@
 // RUN: vortex-opt %examples/gqa_quest_sparse_attention.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %examples/gqa_quest_sparse_attention.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=envelope-mma=false | FileCheck %s --check-prefix=FMA
 // RUN: vortex-opt %examples/gqa_quest_sparse_attention_g5.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s --check-prefix=G5
 // RUN: vortex-opt %examples/gqa_block_sparse_attention.mlir --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s --check-prefix=SCAN
 
@@ -66,11 +67,12 @@
 // CHECK: memref.load %[[INDPTR]]
 // CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (i32) -> i32
 // CHECK: scf.yield
-// The main loop carries the row, the row q is of (-1: none yet), the
-// row's bounds, q (8 x 16 bf16), and the block id of its next iteration
-// (one item per iteration here; loaded an iteration ahead, so no gather
-// waits for an id load).
-// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(vector<16xbf16>, )+}}i32) {
+// The main loop carries the row, the row of its per-row values (-1: none
+// yet), the row's bounds, the warp's q fragments for the sums on tensor
+// cores (their row, -1: none yet, and 32 registers: envelope-mma.mlir), and
+// the block id of its next iteration (one item per iteration here; loaded
+// an iteration ahead, so no gather waits for an id load).
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(i32, )+}}i32) {
 // The envelopes (32 bytes per lane in two 16-byte slices 128 bytes apart,
 // read once: nontemporal) are issued first, then the next ids, overlapping
 // the row bookkeeping.
@@ -78,25 +80,58 @@
 // CHECK-COUNT-4: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
 // CHECK-NOT: vector.load
 // CHECK: memref.load %[[INDICES]]
-// Advance the row (its bounds carried), keep q in registers while it does
-// not change.
+// Advance the row (its bounds carried).
 // CHECK: scf.while
-// CHECK: arith.cmpi ne
+// Sum over D of the envelope products on tensor cores: the warp's loop
+// over its items' rows, q's fragments loaded (cached) when the row is not
+// theirs, 16 mma; the max over the heads after.
+// CHECK-NOT: math.fma
+// CHECK: scf.while
+// CHECK: nvvm.vote.sync ballot
 // CHECK: scf.if
 // CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
-// CHECK: vector.shuffle {{.*}} : vector<8xbf16>, vector<8xbf16>
-// CHECK: arith.extf
-// Sum over D of the envelope products, by the identity (envelope-sum.mlir):
-// fused multiply-adds over the lane slice, then the 8 lanes of the group;
-// the max over the heads after.
-// CHECK-NOT: arith.maximumf
-// CHECK: math.fma
-// CHECK-NOT: arith.maximumf
-// CHECK: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
-// CHECK: arith.maximumf
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-NOT: math.fma
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} : f32
 // CHECK: scf.if
 // CHECK: memref.store
 // CHECK: gpu.return
+
+// With envelope-mma=false: q (8 x 16 bf16) is carried instead.
+// FMA: gpu.func @gqa_quest_sparse_attention_indexer_w0(
+// FMA-SAME: %{{[^:]+}}: memref<?xi32>, %[[FIDX:[^:]+]]: memref<?xi32>,
+// FMA-SAME: envelope_mma = false
+// The main loop carries the row, the row q is of (-1: none yet), the
+// row's bounds, q (8 x 16 bf16), and the block id of its next iteration
+// (one item per iteration here; loaded an iteration ahead, so no gather
+// waits for an id load).
+// FMA: scf.for {{.*}} iter_args({{.*}}, %{{.+}} = %c-1, {{.*}}) -> (index, index, index, index, {{(vector<16xbf16>, )+}}i32) {
+// The envelopes (32 bytes per lane in two 16-byte slices 128 bytes apart,
+// read once: nontemporal) are issued first, then the next ids, overlapping
+// the row bookkeeping.
+// FMA-NOT: memref.load %[[FIDX]]
+// FMA-COUNT-4: vector.load %{{.+}}[%{{.+}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// FMA-NOT: vector.load
+// FMA: memref.load %[[FIDX]]
+// Advance the row (its bounds carried), keep q in registers while it does
+// not change.
+// FMA: scf.while
+// FMA: arith.cmpi ne
+// FMA: scf.if
+// FMA: vector.load {{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// FMA: vector.shuffle {{.*}} : vector<8xbf16>, vector<8xbf16>
+// FMA: arith.extf
+// Sum over D of the envelope products, by the identity (envelope-sum.mlir):
+// fused multiply-adds over the lane slice, then the 8 lanes of the group;
+// the max over the heads after.
+// FMA-NOT: arith.maximumf
+// FMA: math.fma
+// FMA-NOT: arith.maximumf
+// FMA: gpu.subgroup_reduce add %{{.+}} cluster(size = 8) : (f32) -> f32
+// FMA: arith.maximumf
+// FMA: scf.if
+// FMA: memref.store
+// FMA: gpu.return
 
 // The top-k: one CTA per row (its offset a CTA sum), a radix select, then
 // the kept 64-bit keys placed by rank.
@@ -114,14 +149,15 @@
 // CHECK: arith.minimumf
 // CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 
-// G = 5: q is read into 8 rows, the 3 padded rows are zeros; only the 5
-// real heads are reduced over D, and the max over heads sees -inf in the
-// padded rows.
+// G = 5: B's columns past the 5th head are zeros, only the 5 real heads'
+// sums are gathered, and the max over heads sees -inf in the padded rows.
 // G5: gpu.func @gqa_quest_sparse_attention_g5_indexer_w0
-// G5-COUNT-10: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
-// G5: arith.constant dense<0.000000e+00> : vector<16xbf16>
-// G5-COUNT-5: gpu.subgroup_reduce add
-// G5-NOT: gpu.subgroup_reduce
+// G5-SAME: envelope_mma = true
+// G5: arith.cmpi slt, %{{.+}}, %c5 : index
+// G5-COUNT-16: nvvm.mma.sync
+// G5-COUNT-2: gpu.shuffle xor
+// G5-COUNT-5: gpu.shuffle idx
+// G5-NOT: gpu.shuffle
 // G5: arith.constant 0xFF800000 : f32
 // G5: gpu.return
 
