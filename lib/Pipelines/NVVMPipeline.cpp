@@ -166,8 +166,9 @@ void vortex::buildVortexNVVMLowerStage(
   toGPU.envelopeIdentity = options.envelopeIdentity;
   toGPU.streamingLoads = options.streamingLoads;
   toGPU.sectorSlices = options.sectorSlices;
-  // bf16 mma.sync needs sm_80; sm_75 keeps the fused multiply-adds.
-  toGPU.envelopeMMA = options.envelopeMMA && options.chip != "sm_75";
+  // bf16 mma.sync needs sm_80; older chips keep the fused multiply-adds.
+  toGPU.envelopeMMA = options.envelopeMMA &&
+                      parseSMVersion(options.chip).value_or(0) >= 80;
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
   pm.addPass(createConvertVortexToGPU(toGPU));

@@ -43,7 +43,7 @@ struct MMAEmitter {
   Gen g;
   Type i32, bf16;
   int64_t lanes, perLane, sets, mmasPerPart;
-  Value lane, quad, inQuad, quadInGroup;
+  Value lane, quad, inQuad, inGroup, quadInGroup;
 
   MMAEmitter(TileBuilder &tb, const EnvelopeMMAOperands &o)
       : tb(tb), o(o), g(tb.gen()), i32(g.b.getI32Type()),
@@ -54,7 +54,7 @@ struct MMAEmitter {
     inQuad = g.remU(lane, g.idx(4));
     // Ops built one statement at a time: the order of a call's arguments
     // differs between compilers, and so would the IR.
-    Value inGroup = g.remU(lane, g.idx(lanes));
+    inGroup = g.remU(lane, g.idx(lanes));
     quadInGroup = g.divU(inGroup, g.idx(4));
   }
 
@@ -240,7 +240,7 @@ TileRef MMAEmitter::emit(EnvelopeFragments &state) {
     acc0 = g.addF(acc0, shuffle(g, acc0, g.idx(step), gpu::ShuffleMode::XOR));
     acc1 = g.addF(acc1, shuffle(g, acc1, g.idx(step), gpu::ShuffleMode::XOR));
   }
-  Value groupBase = g.sub(lane, g.remU(lane, g.idx(lanes)));
+  Value groupBase = g.sub(lane, inGroup);
   FailureOr<TileLayout> layout =
       tb.reduceColumnsLayout(o.in, o.resultType, o.in.d1);
   if (failed(layout)) {

@@ -1310,7 +1310,7 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   if (plan.mma.x) {
     // The tensor-core sums share x's fragments across a warp: its groups
     // walk the warp's chunks together, at consecutive positions, so they
-    // are in one row but at the row's ends.
+    // share a row except where one ends.
     stride = plan.itemsPerWarp;
     Value warpChunk = g.mul(chunk, g.idx(stride));
     Value warpStart = g.mul(g.divU(group, g.idx(stride)), warpChunk);
