@@ -4,6 +4,7 @@
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
         [--options "" "topk-threads=256" ...] [--cache none cold warm edit other]
         [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
+        [--cache none installed cold warm edit other]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
 with --no-cubin (PTX only), one process at a time on an otherwise idle
@@ -15,14 +16,19 @@ machine: a shared machine's speed drifts by tens of percent within an hour.
 
 `--cache` runs each variant in kernel-cache modes (vortex-compile
 --kernel-cache; docs/gpu.md, "Kernel cache"): `none` without the cache,
-`cold` with an empty one, `warm` with one that holds the flow already, and
+`installed` with an empty one and the prebuilt kernels the build made
+(share/vortex/kernels beside the compiler: the first compile on a machine
+where vortex was built or installed, as `vortex.compile` runs it; docs/gpu.md,
+"Prebuilt kernels"), `cold` with an empty one and no prebuilt kernels,
+`warm` with one that holds the flow already, and
 `edit` with one that holds the flow and a compile of the flow edited on its
 score side (its query heads per KV head changed by --vortex-set-config,
 flow name kept: the score kernel changes, the top-k and cache kernels do
 not), and `other` with one that holds another flow (`--other`, default
 block_sparse_attention; for that flow itself gqa_quest_sparse_attention): a
-first compile of a flow after one with the same top-k, whose kernels it
-shares. Preparing a cache is not timed.
+first compile of a flow after another, whose top-k kernels it shares. Every
+mode but `installed` runs with --prebuilt-kernels=none. Preparing a cache is
+not timed.
 """
 
 import argparse
@@ -71,7 +77,8 @@ def main() -> int:
     ap.add_argument("--chip", default="sm_90")
     ap.add_argument("--md", default=None, help="markdown output path")
     ap.add_argument("--cache", nargs="+", default=["none"],
-                    choices=["none", "cold", "warm", "edit", "other"],
+                    choices=["none", "installed", "cold", "warm", "edit",
+                             "other"],
                     help="kernel-cache modes (default: none)")
     ap.add_argument("--other", default="block_sparse_attention",
                     help="the flow an `other` cache holds")
@@ -82,6 +89,13 @@ def main() -> int:
         if not os.access(tool, os.X_OK):
             ap.error(f"--compile: {tool} is not an executable "
                      "(build it: scripts/build.sh vortex-compile)")
+    if "installed" in args.cache:
+        for tool in args.compile:
+            beside = os.path.join(os.path.dirname(os.path.dirname(
+                os.path.realpath(tool))), "share", "vortex", "kernels")
+            if not os.path.isdir(beside):
+                ap.error(f"--cache installed: no prebuilt kernels at {beside} "
+                         "(built with vortex-compile: scripts/build.sh)")
     for flow in args.flows + [args.other]:
         if not os.path.isfile(os.path.join(ROOT, "examples", flow + ".mlir")):
             ap.error(f"--flows: no examples/{flow}.mlir")
@@ -117,7 +131,9 @@ def main() -> int:
                         *("--" + o for o in opts.split()),
                         *([extra] if extra else []),
                         *([f"--kernel-cache={cache_dir}"]
-                          if cache != "none" else [])]
+                          if cache != "none" else []),
+                        *(["--prebuilt-kernels=none"]
+                          if cache not in ("none", "installed") else [])]
 
             def prepare(tool, opts, extra, mode):
                 """An untimed cache for `mode` at cache_dir."""

@@ -40,6 +40,10 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 # suite's own, not the user's.
 config.environment["VORTEX_KERNEL_CACHE_DIR"] = os.path.join(
     config.vortex_obj_root, "test", "kernel-cache")
+# Nor the build's prebuilt kernels (share/vortex/kernels, which
+# vortex-compile --kernel-cache reads by default): tests that want them name
+# a directory (Tools/vortex-compile/prebuilt-kernels.test).
+config.environment["VORTEX_PREBUILT_KERNELS"] = ""
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.vortex_tools_dir, append_path=True)

@@ -217,12 +217,20 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
     grid.push_back(b.getNamedAttr("per_cta", b.getI64IntegerAttr(k.perCTA)));
   }
   SmallVector<Attribute> params;
-  for (const Param &p : k.params)
-    params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr(kManifestParamName, b.getStringAttr(p.name)),
-         b.getNamedAttr(kManifestParamKind,
-                        b.getStringAttr(p.isBuffer ? kManifestBufferParam
-                                                   : kManifestScalarParam))}));
+  for (const Param &p : k.params) {
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr(kManifestParamName, b.getStringAttr(p.name)),
+        b.getNamedAttr(kManifestParamKind,
+                       b.getStringAttr(p.isBuffer ? kManifestBufferParam
+                                                  : kManifestScalarParam))};
+    if (!p.isBuffer && p.elementType && p.elementType.isInteger(64))
+      fields.push_back(
+          b.getNamedAttr(kManifestParamDtype, b.getStringAttr("i64")));
+    if (!p.isBuffer && p.value)
+      fields.push_back(
+          b.getNamedAttr(kManifestParamValue, b.getI64IntegerAttr(*p.value)));
+    params.push_back(b.getDictionaryAttr(fields));
+  }
   SmallVector<NamedAttribute> attrs = {
       b.getNamedAttr(kManifestKernel, b.getStringAttr(k.name)),
       b.getNamedAttr("grid", b.getDictionaryAttr(grid)),

@@ -222,6 +222,7 @@ void vortex::buildVortexNVVMBinaryStage(
   // unresolved libdevice calls (.extern .func __nv_expf) in the PTX.
   binary.toolkitPath = findCUDAToolkit(options.cudaPath);
   binary.cacheDir = options.kernelCache;
+  binary.prebuiltDir = options.prebuiltKernels;
   pm.addPass(createVortexGPUSerializeKernels(binary));
 }
 

@@ -19,6 +19,14 @@
 // RUN:   --vortex-to-nvvm="kernel-cache=%t/cache" > %t/cached.mlir
 // RUN: cmp %t/plain.mlir %t/cached.mlir
 // RUN: ls %t/cache | wc -l | FileCheck %s --check-prefix=ENTRIES
+// prebuilt-kernels reaches it too: the entry read from there (tampered
+// with, to show it) and copied into a new cache.
+// RUN: cp -r %t/cache %t/prebuilt
+// RUN: for f in %t/prebuilt/*; do echo '// prebuilt' >> $f; done
+// RUN: vortex-opt %S/Inputs/demo-kernels.mlir \
+// RUN:   --vortex-to-nvvm="kernel-cache=%t/cache2 prebuilt-kernels=%t/prebuilt" \
+// RUN:   | sed -e 's/\\0A/\n/g' | FileCheck %s --check-prefix=PREBUILT
+// RUN: ls %t/cache2 | wc -l | FileCheck %s --check-prefix=ENTRIES
 // RUN: vortex-opt %S/Inputs/demo-kernels.mlir --vortex-nvvm-stage-lower \
 // RUN:   | FileCheck %s --check-prefix=NVVM --implicit-check-not=arith. \
 // RUN:     --implicit-check-not='{{[ "]vector\.}}' --implicit-check-not=scf. \
@@ -94,3 +102,4 @@
 // FLOW: gpu.binary @block_sparse_attention_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {{.*}}, assembly = "
 
 // ENTRIES: {{^ *1$}}
+// PREBUILT: // prebuilt

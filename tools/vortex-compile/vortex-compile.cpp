@@ -54,6 +54,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -149,6 +150,15 @@ static cl::opt<std::string> kernelCacheLimit(
              "number, optionally with K, M or G: binary units); default: no "
              "limit"),
     cl::value_desc("size"), cl::init(""), cl::cat(category));
+
+static cl::opt<std::string> prebuiltKernels(
+    "prebuilt-kernels",
+    cl::desc("With --kernel-cache: also read kernels from this directory of "
+             "prebuilt ones, never written (default: $VORTEX_PREBUILT_KERNELS "
+             "if set, else <this tool's directory>/../share/vortex/kernels if "
+             "it exists; 'none' or empty: no such directory; docs/gpu.md, "
+             "\"Prebuilt kernels\")"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
 
 static constexpr llvm::StringLiteral kManifestAttr =
     vortex::abi::kManifestAttrName;
@@ -650,6 +660,45 @@ static LogicalResult runStage(MLIRContext &context, Compilation &c,
   return failure(failed(pm.run(c.module)) || c.sawError);
 }
 
+/// argv[0], for the prebuilt kernels' default directory.
+static const char *toolArgv0 = "vortex-compile";
+
+/// The directory of prebuilt kernels (empty: none): --prebuilt-kernels,
+/// else $VORTEX_PREBUILT_KERNELS, else the one installed beside this tool
+/// (<bindir>/../share/vortex/kernels) if it exists. One named explicitly
+/// must exist and needs --kernel-cache; the default is used only with it.
+static LogicalResult resolvePrebuiltKernels(std::string &dir) {
+  dir.clear();
+  if (prebuiltKernels.getNumOccurrences()) {
+    StringRef named = prebuiltKernels;
+    if (named.empty() || named == "none")
+      return success();
+    if (!llvm::sys::fs::is_directory(named))
+      return fail("--prebuilt-kernels: '" + named + "' is not a directory"),
+             failure();
+    if (kernelCache.empty())
+      return fail("--prebuilt-kernels needs --kernel-cache"), failure();
+    dir = named.str();
+    return success();
+  }
+  if (kernelCache.empty())
+    return success();
+  if (std::optional<std::string> env =
+          llvm::sys::Process::GetEnv("VORTEX_PREBUILT_KERNELS")) {
+    if (!env->empty() && *env != "none" && llvm::sys::fs::is_directory(*env))
+      dir = *env;
+    return success();
+  }
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      toolArgv0, reinterpret_cast<void *>(&resolvePrebuiltKernels));
+  SmallString<256> installed(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(installed, "..", "share", "vortex", "kernels");
+  llvm::sys::path::remove_dots(installed, /*remove_dot_dot=*/true);
+  if (!exe.empty() && llvm::sys::fs::is_directory(installed))
+    dir = std::string(installed);
+  return success();
+}
+
 /// The NVVM pipeline's options from the command line, checked.
 static LogicalResult
 gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
@@ -669,6 +718,8 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.topkThreads = topkThreads;
   options.topkValueBins = topkValueBins;
   options.kernelCache = kernelCache;
+  if (failed(resolvePrebuiltKernels(options.prebuiltKernels)))
+    return failure();
   std::string error;
   if (failed(vortex::verifyVortexNVVMPipelineOptions(options, error))) {
     fail(error);
@@ -796,6 +847,8 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     if (failed(opened))
       return fail("--kernel-cache: " + error);
     cache = std::move(*opened);
+    if (!options.prebuiltKernels.empty())
+      cache->addPrebuilt(options.prebuiltKernels);
   }
 
   // Stage 1: kernels to the NVVM dialect.
@@ -1051,6 +1104,7 @@ static int compileCPU(MLIRContext &context, Compilation &c) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  toolArgv0 = argv[0];
   registerAsmPrinterCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
@@ -1081,6 +1135,9 @@ int main(int argc, char **argv) {
   }
   if (cpu && !chip.empty())
     return fail("--chip=" + chip + " is for GPU targets, not --target=cpu");
+  if (cpu && prebuiltKernels.getNumOccurrences() &&
+      !StringRef(prebuiltKernels).empty() && prebuiltKernels != "none")
+    return fail("--prebuilt-kernels is for GPU targets, not --target=cpu");
   if (cpu && (!kernelCache.empty() || !kernelCacheLimit.empty()))
     return fail(std::string(kernelCache.empty() ? "--kernel-cache-limit"
                                                 : "--kernel-cache") +

@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ inline constexpr llvm::StringLiteral kManifestParamName = "name";
 inline constexpr llvm::StringLiteral kManifestParamKind = "kind";
 inline constexpr llvm::StringLiteral kManifestBufferParam = "buffer";
 inline constexpr llvm::StringLiteral kManifestScalarParam = "scalar";
+/// A scalar's type ("i32" when absent, or "i64") and its fixed value.
+inline constexpr llvm::StringLiteral kManifestParamDtype = "dtype";
+inline constexpr llvm::StringLiteral kManifestParamValue = "value";
 inline constexpr llvm::StringLiteral kManifestPdl = "pdl";
 inline constexpr llvm::StringLiteral kManifestChoice = "choice";
 
@@ -68,6 +72,16 @@ inline constexpr llvm::StringLiteral kNumBlocks = "num_blocks";
 inline constexpr llvm::StringLiteral kNumNew = "num_new";
 /// The leading extent of slotted fields (bound from the first of them).
 inline constexpr llvm::StringLiteral kNumSlots = "num_slots";
+
+// Constants: scalar parameters whose values the manifest holds, so that a
+// kernel's text does not depend on them. The top-k's knobs (flow config):
+// a row keeps max(topk_min_budget, (int)(n * topk_ratio)) blocks, where
+// topk_min_budget = topk_val + reserved_bos + reserved_eos and the ratio is
+// passed as the bits of its f64 (i64), so that it reaches the kernel exact.
+inline constexpr llvm::StringLiteral kTopkMinBudget = "topk_min_budget";
+inline constexpr llvm::StringLiteral kTopkRatioBits = "topk_ratio_bits";
+inline constexpr llvm::StringLiteral kReservedBos = "reserved_bos";
+inline constexpr llvm::StringLiteral kReservedEos = "reserved_eos";
 
 /// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
 /// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned
@@ -104,11 +118,16 @@ struct SymbolDef {
 /// In binding order.
 llvm::ArrayRef<SymbolDef> getSymbols();
 
-/// A kernel parameter: a buffer (a manifest tensor) or an i32 scalar symbol.
+/// A kernel parameter: a buffer (a manifest tensor), or a scalar: a symbol
+/// the runtime binds at launch, or a constant whose value the manifest
+/// holds.
 struct Param {
   std::string name;
   bool isBuffer;
-  Type elementType; // buffers only
+  /// Buffers: the element type. Scalars: i32 (also when null) or i64.
+  Type elementType;
+  /// Scalars only: the constant value.
+  std::optional<int64_t> value = std::nullopt;
 };
 
 /// A tensor known to the runtime; `shape` holds symbols ("rows", "rows+1")

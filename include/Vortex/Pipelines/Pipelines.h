@@ -111,6 +111,12 @@ struct VortexNVVMPipelineOptions
                      "when the kernel comes again (vortex-gpu-serialize-"
                      "kernels cache-dir; empty: no cache)"),
       llvm::cl::init("")};
+  Option<std::string> prebuiltKernels{
+      *this, "prebuilt-kernels",
+      llvm::cl::desc("With kernel-cache: also read kernels from this "
+                     "directory of prebuilt ones (vortex-gpu-serialize-"
+                     "kernels prebuilt-dir; empty: none)"),
+      llvm::cl::init("")};
 };
 
 /// Checks the options before a pipeline is built from them: a chip that both

@@ -124,16 +124,20 @@ Value mlir::vortex::emitRowBudget(ScalarBuilder &s, FlowConfigAttr config,
                                   Value n) {
   int64_t fixed = config.getTopkVal() + config.getReservedBos() +
                   config.getReservedEos();
+  Value ratio = arith::ConstantOp::create(
+      s.b, s.loc,
+      s.b.getF64FloatAttr(config.getTopkRatio().getValueAsDouble()));
+  return emitRowBudget(s, s.idx(fixed), ratio, n);
+}
+
+Value mlir::vortex::emitRowBudget(ScalarBuilder &s, Value minBudget,
+                                  Value ratio, Value n) {
   Value nf = arith::UIToFPOp::create(s.b, s.loc, s.b.getF64Type(),
                                      s.toI32(n));
-  Value scaled = arith::MulFOp::create(
-      s.b, s.loc, nf,
-      arith::ConstantOp::create(
-          s.b, s.loc,
-          s.b.getF64FloatAttr(config.getTopkRatio().getValueAsDouble())));
+  Value scaled = arith::MulFOp::create(s.b, s.loc, nf, ratio);
   Value dynamic = s.toIndex(
       arith::FPToSIOp::create(s.b, s.loc, s.b.getI32Type(), scaled));
-  return s.maxI(s.idx(fixed), dynamic);
+  return s.maxI(minBudget, dynamic);
 }
 
 Value mlir::vortex::emitUnary(ScalarBuilder &s, UnaryKind kind, Value x,

@@ -204,6 +204,15 @@ struct RowInfo {
 RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit, std::optional<int64_t> fixedBudget = {});
 
+/// The row budget's knobs as values (index; `ratio` an f64, or null for a
+/// budget of `minBudget` alone): the top-k takes them as parameters, so
+/// that its text is the same in every flow (docs/gpu.md, "Kernel cache").
+struct RowKnobs {
+  Value minBudget, ratio, bos, eos;
+};
+RowInfo rowInfo(Gen &g, const RowKnobs &knobs, Value indptr, Value r,
+                Value limit);
+
 /// Records a per-row indexer kernel (grid: one CTA per dense CSR row); its
 /// shared bytes are those of its workgroup attributions, each at its
 /// declared alignment (`llvm.align`).

@@ -15,9 +15,8 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
-                                      Value r, Value limit,
-                                      std::optional<int64_t> fixedBudget) {
+/// Row `r`'s clamped bounds (start, end, exact, n).
+static RowInfo rowBounds(Gen &g, Value indptr, Value r, Value limit) {
   RowInfo info;
   Value s = g.toIndex(g.load(indptr, r));
   Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
@@ -29,11 +28,30 @@ RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
   info.exact = g.andI(g.cmpI(arith::CmpIPredicate::eq, info.start, s),
                       g.cmpI(arith::CmpIPredicate::eq, info.end, e));
   info.n = g.sub(info.end, info.start);
+  return info;
+}
+
+RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
+                                      Value r, Value limit,
+                                      std::optional<int64_t> fixedBudget) {
+  RowInfo info = rowBounds(g, indptr, r, limit);
   info.budget = fixedBudget ? g.idx(*fixedBudget)
                             : emitRowBudget(g, cfg, info.n);
   info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
   info.lo = g.add(info.start, g.idx(cfg.getReservedBos()));
   info.hi = g.sub(info.end, g.idx(cfg.getReservedEos()));
+  return info;
+}
+
+RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, const RowKnobs &knobs,
+                                      Value indptr, Value r, Value limit) {
+  RowInfo info = rowBounds(g, indptr, r, limit);
+  info.budget = knobs.ratio
+                    ? emitRowBudget(g, knobs.minBudget, knobs.ratio, info.n)
+                    : knobs.minBudget;
+  info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
+  info.lo = g.add(info.start, knobs.bos);
+  info.hi = g.sub(info.end, knobs.eos);
   return info;
 }
 

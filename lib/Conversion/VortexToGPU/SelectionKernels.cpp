@@ -987,6 +987,7 @@ struct TopKShared {
 /// The kernel arguments a row's top-k reads and writes, and the row count
 /// (the i32 argument).
 struct TopKArgs {
+  RowKnobs knobs;
   Value indptr, dense, rows, score, outCounts, out, status;
 };
 
@@ -1031,15 +1032,11 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
   const int64_t threads = plan.threads;
   Value indptr = a.indptr, dense = a.dense, score = a.score;
   Value outCounts = a.outCounts, out = a.out;
-  FlowConfigAttr cfg = ctx.config;
-  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  const RowKnobs &knobs = a.knobs;
   Value limit = g.minU(g.extent(dense), g.extent(score));
-  std::optional<int64_t> fixedBudget;
-  if (trtllm) {
+  if (trtllm)
     limit = g.minU(limit, g.extent(out));
-    fixedBudget = bos + static_cast<int64_t>(trtllm.getK()) + eos;
-  }
-  RowInfo row = rowInfo(g, cfg, indptr, r, limit, fixedBudget);
+  RowInfo row = rowInfo(g, knobs, indptr, r, limit);
   Value count = g.minI(row.n, row.budget);
   Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
 
@@ -1059,7 +1056,7 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
     // This row's offset in the sparse list: the kept counts of earlier rows.
     offset =
         offsetOfRow(g, r, tid, sh.warpSums, threads, [&](Gen &x, Value q) {
-          RowInfo other = rowInfo(x, cfg, indptr, q, limit);
+          RowInfo other = rowInfo(x, knobs, indptr, q, limit);
           return x.minI(other.n, other.budget);
         });
     // Guard: rows of a malformed indptr may overlap once clamped, and their
@@ -1084,13 +1081,12 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
         row.needs, {},
         [&](Gen &x) -> SmallVector<Value> {
           copy(x, row.start, row.lo, offset);
-          copy(x, row.hi, row.end,
-               x.sub(x.add(offset, row.budget), x.idx(eos)));
-          Value k = x.sub(row.budget, x.idx(bos + eos));
+          copy(x, row.hi, row.end, x.sub(x.add(offset, row.budget), knobs.eos));
+          Value k = x.sub(row.budget, x.add(knobs.bos, knobs.eos));
           SelectRow R{sh.keys,     sh.hist, sh.ctl, sh.warpSums,
                       score,       dense,   out,    tid,
                       row.lo,      x.sub(row.hi, row.lo),
-                      k,           x.add(offset, x.idx(bos)),
+                      k,           x.add(offset, knobs.bos),
                       sh.ids,      plan};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
@@ -1118,6 +1114,37 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
            [&](Gen &y) { recordBadIndptr(y, a.status, indptr, r); });
 }
 
+/// The row budget's knobs. The trtllm form keeps every row at its op's k
+/// (constants); the others take the flow's knobs as the kernel's last four
+/// parameters (topKKnobParams), whose values only the manifest holds.
+RowKnobs topKKnobs(FlowContext &ctx, Gen &g, Operation *op,
+                   gpu::GPUFuncOp func) {
+  FlowConfigAttr cfg = ctx.config;
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  if (auto trtllm = dyn_cast<TrtllmTopKOp>(op))
+    return {g.idx(bos + static_cast<int64_t>(trtllm.getK()) + eos), Value(),
+            g.idx(bos), g.idx(eos)};
+  unsigned n = func.getNumArguments();
+  Value ratio = arith::BitcastOp::create(g.b, g.loc, g.b.getF64Type(),
+                                         func.getArgument(n - 3));
+  return {g.toIndex(func.getArgument(n - 4)), ratio,
+          g.toIndex(func.getArgument(n - 2)),
+          g.toIndex(func.getArgument(n - 1))};
+}
+
+/// The flow's top-k knobs as constant scalar parameters (abi::kTopk*).
+SmallVector<Param> topKKnobParams(FlowConfigAttr cfg, MLIRContext *mctx) {
+  auto i32 = IntegerType::get(mctx, 32);
+  auto i64 = IntegerType::get(mctx, 64);
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  double ratio = cfg.getTopkRatio().getValueAsDouble();
+  return {{abi::kTopkMinBudget.str(), false, i32, cfg.getTopkVal() + bos + eos},
+          {abi::kTopkRatioBits.str(), false, i64,
+           static_cast<int64_t>(llvm::bit_cast<uint64_t>(ratio))},
+          {abi::kReservedBos.str(), false, i32, bos},
+          {abi::kReservedEos.str(), false, i32, eos}};
+}
+
 /// The top-k kernel `name` of `sig.op`, shaped by `plan`.
 void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
                      StringRef name, const SelectPlan &plan) {
@@ -1140,6 +1167,7 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   a.outCounts = func.getArgument(4);
   a.out = func.getArgument(5);
   a.status = func.getArgument(6);
+  a.knobs = topKKnobs(ctx, g, sig.op, func);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   emitTopKRow(ctx, g, sig.op, plan, sh, a, r, tid);
@@ -1183,6 +1211,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
       {outPtr, true, i32},
       {outIdx, true, i32},
       {ctx.statusBuffer(), true, i32}};
+  if (!trtllm)
+    llvm::append_range(sig.params, topKKnobParams(ctx.config, mctx));
   SmallVector<SelectPlan> plans = planSelections(ctx);
   for (auto [i, plan] : llvm::enumerate(plans)) {
     // The first (preferred) variant keeps the op's kernel name.

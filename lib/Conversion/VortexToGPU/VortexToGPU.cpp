@@ -88,7 +88,8 @@ gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
     types.push_back(p.isBuffer
                         ? Type(MemRefType::get({ShapedType::kDynamic},
                                                p.elementType))
-                        : Type(b.getI32Type()));
+                        : (p.elementType ? p.elementType
+                                         : Type(b.getI32Type())));
   auto func =
       gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());

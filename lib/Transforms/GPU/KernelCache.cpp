@@ -80,10 +80,13 @@ static std::string entryHeader(StringRef key, StringRef kind) {
   return (kCacheFormat + " " + key + "." + kind + "\n").str();
 }
 
-std::optional<std::string> KernelCache::lookup(StringRef key,
-                                               StringRef kind) const {
+/// The entry `<key>.<kind>` of `dir`, less its first line.
+static std::optional<std::string> readEntry(StringRef dir, StringRef key,
+                                            StringRef kind) {
+  SmallString<256> p(dir);
+  llvm::sys::path::append(p, key + "." + kind);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path(key, kind), /*IsText=*/false,
+      llvm::MemoryBuffer::getFile(p, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
   if (!buffer)
     return std::nullopt;
@@ -91,6 +94,21 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
   if (!bytes.consume_front(entryHeader(key, kind)))
     return std::nullopt;
   return bytes.str();
+}
+
+std::optional<std::string> KernelCache::lookup(StringRef key,
+                                               StringRef kind) const {
+  if (std::optional<std::string> hit = readEntry(dir, key, kind))
+    return hit;
+  for (const std::string &other : prebuilt) {
+    if (std::optional<std::string> hit = readEntry(other, key, kind)) {
+      // Copied so that the entry is this cache's from now on (trim, a
+      // caller that finds it bad and replaces it); not stored is no loss.
+      (void)store(key, kind, *hit);
+      return hit;
+    }
+  }
+  return std::nullopt;
 }
 
 void KernelCache::markUsed(StringRef key, StringRef kind) const {

@@ -151,6 +151,11 @@ struct SerializeKernels
         return signalPassFailure();
       }
       cache = std::move(*opened);
+      if (!prebuiltDir.empty())
+        cache->addPrebuilt(prebuiltDir);
+    } else if (!prebuiltDir.empty()) {
+      getOperation().emitError() << "prebuilt-dir needs cache-dir";
+      return signalPassFailure();
     }
     gpu::TargetOptions options(toolkitPath, /*librariesToLink=*/{},
                                /*cmdOptions=*/"", /*elfSection=*/"", *target);

@@ -38,7 +38,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // CHECK-SAME: kernel = "saved_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
 // CHECK-SAME: writes = ["centroids", "status"]
 // CHECK-SAME: kernel = "saved_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "running"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
-// CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "buffer", name = "sparse_kv_indices"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "buffer", name = "sparse_kv_indices"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "topk_min_budget", value = 6 : i64}, {dtype = "i64", kind = "scalar", name = "topk_ratio_bits", value = 0 : i64}, {kind = "scalar", name = "reserved_bos", value = 1 : i64}, {kind = "scalar", name = "reserved_eos", value = 1 : i64}]
 // CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
 
 // Score kernel. The CSR's end must equal the extent of dense_kv_indices,
@@ -75,7 +75,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // extent of dense_kv_indices) is recorded last (before the sort, it made
 // the 32-register top-k spill).
 // CHECK-LABEL: gpu.func @saved_indexer_topk(
-// CHECK-SAME: %[[TSTATUS:[^:]+]]: memref<?xi32>) workgroup
+// CHECK-SAME: %[[TSTATUS:[^:]+]]: memref<?xi32>, %[[MINB:[^:]+]]: i32, %[[RBITS:[^:]+]]: i64, %[[BOS:[^:]+]]: i32, %[[EOS:[^:]+]]: i32) workgroup
+// The flow's knobs come from the last four parameters (manifest constants),
+// so the kernel's text is every flow's.
+// CHECK: arith.bitcast %[[RBITS]] : i64 to f64
+// CHECK: arith.index_cast %[[MINB]] : i32 to index
+// CHECK: arith.index_cast %[[BOS]] : i32 to index
+// CHECK: arith.index_cast %[[EOS]] : i32 to index
 // CHECK: memref.dim
 // CHECK: memref.dim
 // CHECK: arith.minui

@@ -22,6 +22,13 @@
 // RUN: cmp %t/first.mlir %t/second.mlir
 // RUN: for f in %t/cache/*.ptx; do echo '// from the kernel cache' >> $f; done
 // RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/cache" | FileCheck %s --check-prefix=HIT
+// prebuilt-dir: entries read from another directory, never written there;
+// a hit is copied into the cache (the same bytes: it then hits there too).
+// RUN: ls -l --full-time %t/cache > %t/prebuilt.before && (cd %t/cache && md5sum *) > %t/prebuilt.sums
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/fresh prebuilt-dir=%t/cache" | FileCheck %s --check-prefix=HIT
+// RUN: ls -l --full-time %t/cache | diff %t/prebuilt.before -
+// RUN: cd %t/fresh && md5sum -c --quiet %t/prebuilt.sums
+// RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/fresh" | FileCheck %s --check-prefix=HIT
 // Entries begin with their key: one read under another key (here, every
 // entry moved to another's place) is compiled again and replaced.
 // RUN: cp -r %t/cache %t/swapped

@@ -3,6 +3,8 @@
 // A kernel cache that is a file, not a directory.
 // RUN: rm -rf %t && touch %t
 // RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=cache-dir=%t 2>&1 | FileCheck %s --check-prefix=CACHE
+// Prebuilt kernels are read through a cache only.
+// RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=prebuilt-dir=%t 2>&1 | FileCheck %s --check-prefix=PREBUILT
 
 // A module without targets has nothing to serialize for.
 // expected-error @+1 {{the module has no target attributes}}
@@ -32,3 +34,4 @@ gpu.module @broken [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
 
 // FORMAT: error: unknown format 'cubin'; expected isa, bin, fatbin or llvm
 // CACHE: error: the kernel cache '{{.*}}' is not a directory
+// PREBUILT: error: prebuilt-dir needs cache-dir

@@ -67,6 +67,9 @@ Value finishReduction(ScalarBuilder &s, ReduceKind kind, Value acc,
 /// The flow's per-row budget for a row of `n` (index) blocks:
 /// max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio)).
 Value emitRowBudget(ScalarBuilder &s, FlowConfigAttr config, Value n);
+/// The same from values: max(minBudget, int(n * ratio)), `minBudget` an
+/// index and `ratio` an f64 (the top-k's parameters).
+Value emitRowBudget(ScalarBuilder &s, Value minBudget, Value ratio, Value n);
 /// A unary elementwise op on one f32.
 Value emitUnary(ScalarBuilder &s, UnaryKind kind, Value x, double alpha,
                 double beta);

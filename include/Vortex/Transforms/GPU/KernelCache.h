@@ -41,8 +41,17 @@ public:
   /// real path, size and modification time; "" when it does not exist.
   static std::string fileIdentity(StringRef path);
 
+  /// Adds a directory of prebuilt entries (the library kernels built with
+  /// vortex and installed beside it: docs/gpu.md, "Prebuilt kernels") that
+  /// this cache reads but never writes.
+  void addPrebuilt(StringRef prebuiltDir) {
+    prebuilt.push_back(prebuiltDir.str());
+  }
+
   /// The entry's bytes, or nothing on a miss (a missing or unreadable
-  /// entry, or one whose first line is not this key's).
+  /// entry, or one whose first line is not this key's). An entry missing
+  /// here is looked up in the prebuilt directories, in order, and a hit
+  /// there is stored here, as a compiled one would be.
   std::optional<std::string> lookup(StringRef key, StringRef kind) const;
 
   /// Marks an entry the caller found good as used now (its modification
@@ -69,6 +78,7 @@ public:
 private:
   explicit KernelCache(std::string dir) : dir(std::move(dir)) {}
   std::string dir;
+  SmallVector<std::string> prebuilt;
 };
 
 /// One kernel's PTX: the module header and the kernel's entry.

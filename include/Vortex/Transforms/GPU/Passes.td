@@ -182,7 +182,10 @@ def VortexGPUSerializeKernels
     again (docs/gpu.md, "Kernel cache"); modules of one kernel then take
     the per-kernel path too. An entry that does not declare the kernel is
     compiled again and replaced. A directory that cannot be created is an
-    error; an entry that cannot be written, a warning.
+    error; an entry that cannot be written, a warning. With `prebuilt-dir`
+    too, a kernel the cache lacks is looked up in that directory (read, never
+    written; docs/gpu.md, "Prebuilt kernels") and a hit is copied into the
+    cache.
 
     An unknown `format` is rejected, as is a `gpu.module` without targets.
 
@@ -200,6 +203,9 @@ def VortexGPUSerializeKernels
     Option<"cacheDir", "cache-dir", "std::string", /*default=*/"\"\"",
            "Keep each kernel's PTX in this directory and reuse it; empty: "
            "no cache">,
+    Option<"prebuiltDir", "prebuilt-dir", "std::string", /*default=*/"\"\"",
+           "With cache-dir: also read entries from this directory of "
+           "prebuilt kernels, never written">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -1,0 +1,32 @@
+#===- PrebuildKernels.cmake - Fill share/vortex/kernels (cmake -P) --------===#
+#
+#   cmake -DCOMPILER=vortex-compile -DSEED=topk-seed.mlir -DDIR=<dir>
+#         -DCHIPS="sm_80;sm_90" -P PrebuildKernels.cmake
+#
+# Compiles the seed flow for each chip into a fresh kernel cache and puts it
+# in place of DIR whole (a half-built directory is never left at DIR).
+# Without ptxas the entries are PTX only (LLVM's part of the compile).
+#
+#===----------------------------------------------------------------------===#
+
+set(tmp "${DIR}.tmp")
+file(REMOVE_RECURSE "${tmp}" "${DIR}")
+find_program(PTXAS ptxas HINTS "$ENV{CUDA_HOME}/bin" "$ENV{CUDA_ROOT}/bin"
+  "$ENV{CUDA_PATH}/bin" /usr/local/cuda/bin NO_CACHE)
+set(no_cubin "")
+if(NOT PTXAS)
+  set(no_cubin "--no-cubin")
+  message(STATUS "prebuilt kernels: no ptxas, PTX only")
+endif()
+foreach(chip IN LISTS CHIPS)
+  execute_process(
+    COMMAND "${COMPILER}" "${SEED}" "--target=${chip}" "-o" "${tmp}/out"
+            "--kernel-cache=${tmp}/kernels" "--prebuilt-kernels=none"
+            ${no_cubin}
+    RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "prebuilt kernels: vortex-compile --target=${chip} failed (${rc})")
+  endif()
+endforeach()
+file(RENAME "${tmp}/kernels" "${DIR}")
+file(REMOVE_RECURSE "${tmp}")
