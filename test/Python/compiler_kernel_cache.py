@@ -7,6 +7,9 @@
 # kernel_cache_limit() ($VORTEX_KERNEL_CACHE_LIMIT, default 1G); options
 # that name a --kernel-cache or a --kernel-cache-limit win; the limit is not
 # part of the flow's key; a bad limit is a VortexCompileError naming it.
+# vortex-compile reads the prebuilt kernels ($VORTEX_PREBUILT_KERNELS, else
+# the build's share/vortex/kernels) through that cache, so vortex.compile
+# does: entries tampered with in a prebuilt directory reach its output.
 
 import json
 import os
@@ -70,5 +73,28 @@ except compiler.VortexCompileError as e:
     report("--kernel-cache-limit: 'lots' is not a size" in str(e) and
            not os.path.exists(os.path.join(tmp, "bad")),
            "a bad limit is refused by name, nothing written", e)
+
+
+# The prebuilt kernels: a directory of the toy's entries, tampered with.
+os.environ.pop("VORTEX_KERNEL_CACHE_LIMIT", None)
+prebuilt = os.path.join(tmp, "prebuilt")
+compiler.compile(toy, target="sm_90", out_dir=os.path.join(tmp, "seed"),
+                 options=[f"--kernel-cache={prebuilt}",
+                          "--prebuilt-kernels=none"])
+for name in entries(prebuilt):
+    if name.endswith(".ptx"):
+        with open(os.path.join(prebuilt, name), "a") as f:
+            f.write("// from the prebuilt kernels\n")
+os.environ["VORTEX_KERNEL_CACHE_DIR"] = kc2 = os.path.join(tmp, "kc2")
+os.environ["VORTEX_PREBUILT_KERNELS"] = prebuilt
+served = compiler.compile(toy, target="sm_90",
+                          out_dir=os.path.join(tmp, "served"))
+with open(os.path.join(tmp, "served", "toy_sparse_attention.ptx")) as f:
+    marks = f.read().count("// from the prebuilt kernels")
+report(os.path.isfile(served) and marks == 2 and len(entries(kc2)) == 4,
+       "vortex.compile reads $VORTEX_PREBUILT_KERNELS through its kernel "
+       "cache: both kernels served, copied into the cache",
+       (marks, entries(kc2)))
+os.environ["VORTEX_PREBUILT_KERNELS"] = ""
 
 report.exit(summary=True)

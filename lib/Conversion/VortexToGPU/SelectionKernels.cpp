@@ -1115,21 +1115,26 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
 }
 
 /// The row budget's knobs. The trtllm form keeps every row at its op's k
-/// (constants); the others take the flow's knobs as the kernel's last four
-/// parameters (topKKnobParams), whose values only the manifest holds.
-RowKnobs topKKnobs(FlowContext &ctx, Gen &g, Operation *op,
+/// (constants); the others take the flow's knobs as kernel parameters
+/// (topKKnobParams), whose values only the manifest holds.
+RowKnobs topKKnobs(FlowContext &ctx, Gen &g, const TopKSignature &sig,
                    gpu::GPUFuncOp func) {
   FlowConfigAttr cfg = ctx.config;
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  if (auto trtllm = dyn_cast<TrtllmTopKOp>(op))
+  if (auto trtllm = dyn_cast<TrtllmTopKOp>(sig.op))
     return {g.idx(bos + static_cast<int64_t>(trtllm.getK()) + eos), Value(),
             g.idx(bos), g.idx(eos)};
-  unsigned n = func.getNumArguments();
+  auto param = [&](StringRef name) {
+    auto *it = llvm::find_if(sig.params,
+                             [&](const Param &p) { return p.name == name; });
+    assert(it != sig.params.end() && "a top-k knob without its parameter");
+    return func.getArgument(it - sig.params.begin());
+  };
   Value ratio = arith::BitcastOp::create(g.b, g.loc, g.b.getF64Type(),
-                                         func.getArgument(n - 3));
-  return {g.toIndex(func.getArgument(n - 4)), ratio,
-          g.toIndex(func.getArgument(n - 2)),
-          g.toIndex(func.getArgument(n - 1))};
+                                         param(abi::kTopkRatioBits));
+  return {g.toIndex(param(abi::kTopkMinBudget)), ratio,
+          g.toIndex(param(abi::kReservedBos)),
+          g.toIndex(param(abi::kReservedEos))};
 }
 
 /// The flow's top-k knobs as constant scalar parameters (abi::kTopk*).
@@ -1167,7 +1172,7 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   a.outCounts = func.getArgument(4);
   a.out = func.getArgument(5);
   a.status = func.getArgument(6);
-  a.knobs = topKKnobs(ctx, g, sig.op, func);
+  a.knobs = topKKnobs(ctx, g, sig, func);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   emitTopKRow(ctx, g, sig.op, plan, sh, a, r, tid);
