@@ -2,9 +2,9 @@
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
-        [--options "" "topk-threads=256" ...] [--cache none cold warm edit other]
-        [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
+        [--options "" "topk-threads=256" ...]
         [--cache none installed cold warm edit other]
+        [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
 
 Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
 with --no-cubin (PTX only), one process at a time on an otherwise idle

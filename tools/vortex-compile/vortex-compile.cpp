@@ -660,6 +660,17 @@ static LogicalResult runStage(MLIRContext &context, Compilation &c,
   return failure(failed(pm.run(c.module)) || c.sawError);
 }
 
+/// Whether a prebuilt-kernels setting names no directory ("none" or empty).
+static bool isNoDirectory(StringRef setting) {
+  return setting.empty() || setting == "none";
+}
+
+/// Whether --prebuilt-kernels names a directory.
+static bool prebuiltKernelsNamed() {
+  return prebuiltKernels.getNumOccurrences() &&
+         !isNoDirectory(prebuiltKernels);
+}
+
 /// argv[0], for the prebuilt kernels' default directory.
 static const char *toolArgv0 = "vortex-compile";
 
@@ -669,23 +680,23 @@ static const char *toolArgv0 = "vortex-compile";
 /// must exist and needs --kernel-cache; the default is used only with it.
 static LogicalResult resolvePrebuiltKernels(std::string &dir) {
   dir.clear();
-  if (prebuiltKernels.getNumOccurrences()) {
-    StringRef named = prebuiltKernels;
-    if (named.empty() || named == "none")
-      return success();
-    if (!llvm::sys::fs::is_directory(named))
-      return fail("--prebuilt-kernels: '" + named + "' is not a directory"),
-             failure();
-    if (kernelCache.empty())
-      return fail("--prebuilt-kernels needs --kernel-cache"), failure();
-    dir = named.str();
+  if (prebuiltKernelsNamed()) {
+    if (!llvm::sys::fs::is_directory(prebuiltKernels)) {
+      fail("--prebuilt-kernels: '" + prebuiltKernels + "' is not a directory");
+      return failure();
+    }
+    if (kernelCache.empty()) {
+      fail("--prebuilt-kernels needs --kernel-cache");
+      return failure();
+    }
+    dir = prebuiltKernels;
     return success();
   }
-  if (kernelCache.empty())
+  if (prebuiltKernels.getNumOccurrences() || kernelCache.empty())
     return success();
   if (std::optional<std::string> env =
           llvm::sys::Process::GetEnv("VORTEX_PREBUILT_KERNELS")) {
-    if (!env->empty() && *env != "none" && llvm::sys::fs::is_directory(*env))
+    if (!isNoDirectory(*env) && llvm::sys::fs::is_directory(*env))
       dir = *env;
     return success();
   }
@@ -1135,8 +1146,7 @@ int main(int argc, char **argv) {
   }
   if (cpu && !chip.empty())
     return fail("--chip=" + chip + " is for GPU targets, not --target=cpu");
-  if (cpu && prebuiltKernels.getNumOccurrences() &&
-      !StringRef(prebuiltKernels).empty() && prebuiltKernels != "none")
+  if (cpu && prebuiltKernelsNamed())
     return fail("--prebuilt-kernels is for GPU targets, not --target=cpu");
   if (cpu && (!kernelCache.empty() || !kernelCacheLimit.empty()))
     return fail(std::string(kernelCache.empty() ? "--kernel-cache-limit"

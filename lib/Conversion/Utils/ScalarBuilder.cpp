@@ -21,6 +21,9 @@ Value ScalarBuilder::i64(int64_t v) {
 Value ScalarBuilder::f32(double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
+Value ScalarBuilder::f64(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+}
 Value ScalarBuilder::toIndex(Value v) {
   if (v.getType().isIndex())
     return v;
@@ -124,9 +127,7 @@ Value mlir::vortex::emitRowBudget(ScalarBuilder &s, FlowConfigAttr config,
                                   Value n) {
   int64_t fixed = config.getTopkVal() + config.getReservedBos() +
                   config.getReservedEos();
-  Value ratio = arith::ConstantOp::create(
-      s.b, s.loc,
-      s.b.getF64FloatAttr(config.getTopkRatio().getValueAsDouble()));
+  Value ratio = s.f64(config.getTopkRatio().getValueAsDouble());
   return emitRowBudget(s, s.idx(fixed), ratio, n);
 }
 

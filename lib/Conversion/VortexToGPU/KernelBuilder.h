@@ -199,18 +199,18 @@ struct RowInfo {
 
 /// Row `r` of the dense CSR, its bounds clamped to `0 <= start <= end <=
 /// limit` (the positions the row's buffers hold): a malformed indptr reads
-/// and writes nothing outside them (docs/gpu.md "Guards"). The budget is the
-/// flow's (emitRowBudget) unless `fixedBudget` is given.
-RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
-                Value limit, std::optional<int64_t> fixedBudget = {});
-
-/// The row budget's knobs as values (index; `ratio` an f64, or null for a
-/// budget of `minBudget` alone): the top-k takes them as parameters, so
-/// that its text is the same in every flow (docs/gpu.md, "Kernel cache").
+/// and writes nothing outside them (docs/gpu.md "Guards"). The budget is
+/// max(minBudget, int(n * ratio)) (emitRowBudget), or minBudget alone when
+/// `ratio` is null; the scored range leaves out `bos` and `eos` blocks.
 struct RowKnobs {
   Value minBudget, ratio, bos, eos;
 };
 RowInfo rowInfo(Gen &g, const RowKnobs &knobs, Value indptr, Value r,
+                Value limit);
+/// The same with the flow's knobs as constants. The top-k takes them as
+/// parameters instead, so that its text is the same in every flow
+/// (docs/gpu.md, "Prebuilt kernels").
+RowInfo rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr, Value r,
                 Value limit);
 
 /// Records a per-row indexer kernel (grid: one CTA per dense CSR row); its

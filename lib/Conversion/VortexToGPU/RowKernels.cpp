@@ -15,8 +15,17 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
 
-/// Row `r`'s clamped bounds (start, end, exact, n).
-static RowInfo rowBounds(Gen &g, Value indptr, Value r, Value limit) {
+RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
+                                      Value r, Value limit) {
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  RowKnobs knobs{g.idx(cfg.getTopkVal() + bos + eos),
+                 g.f64(cfg.getTopkRatio().getValueAsDouble()), g.idx(bos),
+                 g.idx(eos)};
+  return rowInfo(g, knobs, indptr, r, limit);
+}
+
+RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, const RowKnobs &knobs,
+                                      Value indptr, Value r, Value limit) {
   RowInfo info;
   Value s = g.toIndex(g.load(indptr, r));
   Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
@@ -28,24 +37,6 @@ static RowInfo rowBounds(Gen &g, Value indptr, Value r, Value limit) {
   info.exact = g.andI(g.cmpI(arith::CmpIPredicate::eq, info.start, s),
                       g.cmpI(arith::CmpIPredicate::eq, info.end, e));
   info.n = g.sub(info.end, info.start);
-  return info;
-}
-
-RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
-                                      Value r, Value limit,
-                                      std::optional<int64_t> fixedBudget) {
-  RowInfo info = rowBounds(g, indptr, r, limit);
-  info.budget = fixedBudget ? g.idx(*fixedBudget)
-                            : emitRowBudget(g, cfg, info.n);
-  info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
-  info.lo = g.add(info.start, g.idx(cfg.getReservedBos()));
-  info.hi = g.sub(info.end, g.idx(cfg.getReservedEos()));
-  return info;
-}
-
-RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, const RowKnobs &knobs,
-                                      Value indptr, Value r, Value limit) {
-  RowInfo info = rowBounds(g, indptr, r, limit);
   info.budget = knobs.ratio
                     ? emitRowBudget(g, knobs.minBudget, knobs.ratio, info.n)
                     : knobs.minBudget;

@@ -67,10 +67,15 @@ std::string KernelCache::fileIdentity(StringRef path) {
       .str();
 }
 
-std::string KernelCache::path(StringRef key, StringRef kind) const {
+/// The entry `<key>.<kind>` of the directory `dir`.
+static std::string entryPath(StringRef dir, StringRef key, StringRef kind) {
   SmallString<256> p(dir);
   llvm::sys::path::append(p, key + "." + kind);
   return std::string(p);
+}
+
+std::string KernelCache::path(StringRef key, StringRef kind) const {
+  return entryPath(dir, key, kind);
 }
 
 /// The first line of an entry: what it is, so that an entry read under
@@ -83,10 +88,8 @@ static std::string entryHeader(StringRef key, StringRef kind) {
 /// The entry `<key>.<kind>` of `dir`, less its first line.
 static std::optional<std::string> readEntry(StringRef dir, StringRef key,
                                             StringRef kind) {
-  SmallString<256> p(dir);
-  llvm::sys::path::append(p, key + "." + kind);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(p, /*IsText=*/false,
+      llvm::MemoryBuffer::getFile(entryPath(dir, key, kind), /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
   if (!buffer)
     return std::nullopt;

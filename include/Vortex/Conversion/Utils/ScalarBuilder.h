@@ -28,6 +28,7 @@ struct ScalarBuilder {
   Value i32(int64_t v);
   Value i64(int64_t v);
   Value f32(double v);
+  Value f64(double v);
   Value toIndex(Value v);
   Value toI32(Value v);
   Value add(Value x, Value y);
