@@ -3,23 +3,27 @@
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
         [--options "" "topk-threads=256" ...]
-        [--cache none installed cold warm edit other]
-        [--flows block_sparse_attention ...] [--runs 7] [--md OUT.md]
+        [--cache none prebuilt installed cold warm edit other]
+        [--flows block_sparse_attention path/to/flow.mlir ...] [--runs 7]
+        [--md OUT.md]
 
-Each flow of examples/ is compiled `--runs` times for sm_90, to a cubin and
-with --no-cubin (PTX only), one process at a time on an otherwise idle
-machine; the wall time of each process is reported as min / median / max.
-Each compiler runs with each `--options` string (vortex-compile options
-without their leading "--", space-separated; default: none); with
+Each flow (a name of examples/, or a .mlir file) is compiled `--runs` times
+for sm_90, to a cubin and with --no-cubin (PTX only), one process at a time
+on an otherwise idle machine; the wall time of each process is reported
+as min / median / max. Each compiler runs with each `--options` string
+(vortex-compile options without their leading "--", space-separated;
+default: none); with
 several compilers or options their runs alternate, so that they see the same
 machine: a shared machine's speed drifts by tens of percent within an hour.
 
 `--cache` runs each variant in kernel-cache modes (vortex-compile
---kernel-cache; docs/gpu.md, "Kernel cache"): `none` without the cache,
-`installed` with an empty one and the prebuilt kernels the build made
-(share/vortex/kernels beside the compiler: the first compile on a machine
-where vortex was built or installed, as `vortex.compile` runs it; docs/gpu.md,
-"Prebuilt kernels"), `cold` with an empty one and no prebuilt kernels,
+--kernel-cache; docs/gpu.md, "Kernel cache"): `none` without the cache and
+without prebuilt kernels (every kernel compiled), `prebuilt` without the
+cache, with the prebuilt kernels the build made (share/vortex/kernels beside
+the compiler, read-only: a plain `vortex-compile` where vortex was built or
+installed; docs/gpu.md, "Prebuilt kernels"), `installed` with an empty
+cache and those prebuilt kernels (the first compile on such a machine, as
+`vortex.compile` runs it), `cold` with an empty one and no prebuilt kernels,
 `warm` with one that holds the flow already, and
 `edit` with one that holds the flow and a compile of the flow edited on its
 score side (its query heads per KV head changed by --vortex-set-config,
@@ -27,8 +31,8 @@ flow name kept: the score kernel changes, the top-k and cache kernels do
 not), and `other` with one that holds another flow (`--other`, default
 block_sparse_attention; for that flow itself gqa_quest_sparse_attention): a
 first compile of a flow after another, whose top-k kernels it shares. Every
-mode but `installed` runs with --prebuilt-kernels=none. Preparing a cache is
-not timed.
+mode but `prebuilt` and `installed` runs with --prebuilt-kernels=none.
+Preparing a cache is not timed.
 """
 
 import argparse
@@ -57,6 +61,13 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def flow_source(flow: str) -> str:
+    """A flow of examples/ by name, or a .mlir file by path."""
+    if flow.endswith(".mlir"):
+        return os.path.abspath(flow)
+    return os.path.join(ROOT, "examples", flow + ".mlir")
+
+
 def time_once(cmd) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
@@ -77,8 +88,8 @@ def main() -> int:
     ap.add_argument("--chip", default="sm_90")
     ap.add_argument("--md", default=None, help="markdown output path")
     ap.add_argument("--cache", nargs="+", default=["none"],
-                    choices=["none", "installed", "cold", "warm", "edit",
-                             "other"],
+                    choices=["none", "prebuilt", "installed", "cold", "warm",
+                             "edit", "other"],
                     help="kernel-cache modes (default: none)")
     ap.add_argument("--other", default="block_sparse_attention",
                     help="the flow an `other` cache holds")
@@ -89,16 +100,17 @@ def main() -> int:
         if not os.access(tool, os.X_OK):
             ap.error(f"--compile: {tool} is not an executable "
                      "(build it: scripts/build.sh vortex-compile)")
-    if "installed" in args.cache:
+    for mode in set(args.cache) & {"prebuilt", "installed"}:
         for tool in args.compile:
             beside = os.path.join(os.path.dirname(os.path.dirname(
                 os.path.realpath(tool))), "share", "vortex", "kernels")
             if not os.path.isdir(beside):
-                ap.error(f"--cache installed: no prebuilt kernels at {beside} "
+                ap.error(f"--cache {mode}: no prebuilt kernels at {beside} "
                          "(built with vortex-compile: scripts/build.sh)")
     for flow in args.flows + [args.other]:
-        if not os.path.isfile(os.path.join(ROOT, "examples", flow + ".mlir")):
-            ap.error(f"--flows: no examples/{flow}.mlir")
+        if not os.path.isfile(flow_source(flow)):
+            ap.error(f"--flows: no {flow} (a name of examples/ or a .mlir "
+                     "file)")
 
     lines = [f"machine: {cpu_model()}, {os.cpu_count()} cores; "
              f"{args.runs} runs per row, wall seconds min / median / max",
@@ -110,8 +122,9 @@ def main() -> int:
                 for opts in args.options for mode in args.cache]
     with tempfile.TemporaryDirectory() as out:
         for flow in args.flows:
-            src = os.path.join(ROOT, "examples", flow + ".mlir")
-            edited = os.path.join(out, flow + ".edited.mlir")
+            src = flow_source(flow)
+            edited = os.path.join(
+                out, os.path.basename(src).replace(".mlir", ".edited.mlir"))
             if "edit" in args.cache:
                 opt = os.path.join(os.path.dirname(args.compile[0]),
                                    "vortex-opt")
@@ -122,7 +135,7 @@ def main() -> int:
 
             other = args.other if args.other != flow else next(
                 f for f in DEFAULT_FLOWS if f != flow)
-            other_src = os.path.join(ROOT, "examples", other + ".mlir")
+            other_src = flow_source(other)
 
             def command(tool, opts, extra, cache, source=None):
                 source = source or (edited if cache == "edit" else src)
@@ -131,9 +144,9 @@ def main() -> int:
                         *("--" + o for o in opts.split()),
                         *([extra] if extra else []),
                         *([f"--kernel-cache={cache_dir}"]
-                          if cache != "none" else []),
+                          if cache not in ("none", "prebuilt") else []),
                         *(["--prebuilt-kernels=none"]
-                          if cache not in ("none", "installed") else [])]
+                          if cache not in ("prebuilt", "installed") else [])]
 
             def prepare(tool, opts, extra, mode):
                 """An untimed cache for `mode` at cache_dir."""

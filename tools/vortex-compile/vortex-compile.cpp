@@ -153,11 +153,12 @@ static cl::opt<std::string> kernelCacheLimit(
 
 static cl::opt<std::string> prebuiltKernels(
     "prebuilt-kernels",
-    cl::desc("With --kernel-cache: also read kernels from this directory of "
-             "prebuilt ones, never written (default: $VORTEX_PREBUILT_KERNELS "
-             "if set, else <this tool's directory>/../share/vortex/kernels if "
-             "it exists; 'none' or empty: no such directory; docs/gpu.md, "
-             "\"Prebuilt kernels\")"),
+    cl::desc("Also read kernels from this directory of prebuilt ones, "
+             "never written (with --kernel-cache a hit is copied there); the "
+             "cubins are then one per kernel, as with --kernel-cache "
+             "(default: $VORTEX_PREBUILT_KERNELS if set, else <this tool's "
+             "directory>/../share/vortex/kernels if it exists; 'none' or "
+             "empty: no such directory; docs/gpu.md, \"Prebuilt kernels\")"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
 
 static constexpr llvm::StringLiteral kManifestAttr =
@@ -677,7 +678,7 @@ static const char *toolArgv0 = "vortex-compile";
 /// The directory of prebuilt kernels (empty: none): --prebuilt-kernels,
 /// else $VORTEX_PREBUILT_KERNELS, else the one installed beside this tool
 /// (<bindir>/../share/vortex/kernels) if it exists. One named explicitly
-/// must exist and needs --kernel-cache; the default is used only with it.
+/// must exist. Read with or without --kernel-cache, never written.
 static LogicalResult resolvePrebuiltKernels(std::string &dir) {
   dir.clear();
   if (prebuiltKernelsNamed()) {
@@ -685,14 +686,10 @@ static LogicalResult resolvePrebuiltKernels(std::string &dir) {
       fail("--prebuilt-kernels: '" + prebuiltKernels + "' is not a directory");
       return failure();
     }
-    if (kernelCache.empty()) {
-      fail("--prebuilt-kernels needs --kernel-cache");
-      return failure();
-    }
     dir = prebuiltKernels;
     return success();
   }
-  if (prebuiltKernels.getNumOccurrences() || kernelCache.empty())
+  if (prebuiltKernels.getNumOccurrences())
     return success();
   if (std::optional<std::string> env =
           llvm::sys::Process::GetEnv("VORTEX_PREBUILT_KERNELS")) {
@@ -860,6 +857,9 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
     cache = std::move(*opened);
     if (!options.prebuiltKernels.empty())
       cache->addPrebuilt(options.prebuiltKernels);
+  } else if (!options.prebuiltKernels.empty()) {
+    // No cache of the user's: the library kernels are read, nothing kept.
+    cache = vortex::KernelCache::prebuiltOnly(options.prebuiltKernels);
   }
 
   // Stage 1: kernels to the NVVM dialect.

@@ -113,9 +113,9 @@ struct VortexNVVMPipelineOptions
       llvm::cl::init("")};
   Option<std::string> prebuiltKernels{
       *this, "prebuilt-kernels",
-      llvm::cl::desc("With kernel-cache: also read kernels from this "
-                     "directory of prebuilt ones (vortex-gpu-serialize-"
-                     "kernels prebuilt-dir; empty: none)"),
+      llvm::cl::desc("Also read kernels from this directory of prebuilt "
+                     "ones, never written (vortex-gpu-serialize-kernels "
+                     "prebuilt-dir; empty: none)"),
       llvm::cl::init("")};
 };
 

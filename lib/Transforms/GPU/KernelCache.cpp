@@ -75,7 +75,7 @@ static std::string entryPath(StringRef dir, StringRef key, StringRef kind) {
 }
 
 std::string KernelCache::path(StringRef key, StringRef kind) const {
-  return entryPath(dir, key, kind);
+  return dir.empty() ? "" : entryPath(dir, key, kind);
 }
 
 /// The first line of an entry: what it is, so that an entry read under
@@ -101,8 +101,9 @@ static std::optional<std::string> readEntry(StringRef dir, StringRef key,
 
 std::optional<std::string> KernelCache::lookup(StringRef key,
                                                StringRef kind) const {
-  if (std::optional<std::string> hit = readEntry(dir, key, kind))
-    return hit;
+  if (!dir.empty())
+    if (std::optional<std::string> hit = readEntry(dir, key, kind))
+      return hit;
   for (const std::string &other : prebuilt) {
     if (std::optional<std::string> hit = readEntry(other, key, kind)) {
       // Copied so that the entry is this cache's from now on (trim, a
@@ -115,7 +116,10 @@ std::optional<std::string> KernelCache::lookup(StringRef key,
 }
 
 void KernelCache::markUsed(StringRef key, StringRef kind) const {
-  // trim removes the entries used longest ago first.
+  // trim removes the entries used longest ago first; prebuilt entries are
+  // never touched.
+  if (dir.empty())
+    return;
   int fd;
   if (llvm::sys::fs::openFileForRead(path(key, kind), fd))
     return;
@@ -136,6 +140,8 @@ static bool isEntryName(StringRef name, bool &temporary) {
 }
 
 void KernelCache::trim(uint64_t maxBytes) const {
+  if (dir.empty())
+    return;
   struct File {
     std::string path;
     uint64_t size;
@@ -178,6 +184,9 @@ void KernelCache::trim(uint64_t maxBytes) const {
 
 bool KernelCache::store(StringRef key, StringRef kind,
                         StringRef bytes) const {
+  // prebuiltOnly keeps nothing, by design: not a failure to warn about.
+  if (dir.empty())
+    return true;
   std::string entry = path(key, kind);
   SmallString<256> temp;
   int fd;

@@ -22,6 +22,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <atomic>
@@ -142,6 +143,11 @@ struct SerializeKernels
              "fatbinary, offloading)";
       return signalPassFailure();
     }
+    if (!prebuiltDir.empty() && !llvm::sys::fs::is_directory(prebuiltDir)) {
+      getOperation().emitError()
+          << "prebuilt-dir '" << prebuiltDir << "' is not a directory";
+      return signalPassFailure();
+    }
     if (!cacheDir.empty()) {
       std::string error;
       FailureOr<vortex::KernelCache> opened =
@@ -154,8 +160,8 @@ struct SerializeKernels
       if (!prebuiltDir.empty())
         cache->addPrebuilt(prebuiltDir);
     } else if (!prebuiltDir.empty()) {
-      getOperation().emitError() << "prebuilt-dir needs cache-dir";
-      return signalPassFailure();
+      // Read, never written: the prebuilt kernels without a cache.
+      cache = vortex::KernelCache::prebuiltOnly(prebuiltDir);
     }
     gpu::TargetOptions options(toolkitPath, /*librariesToLink=*/{},
                                /*cmdOptions=*/"", /*elfSection=*/"", *target);

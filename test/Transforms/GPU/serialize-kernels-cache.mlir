@@ -29,6 +29,12 @@
 // RUN: ls -l --full-time %t/cache | diff %t/prebuilt.before -
 // RUN: cd %t/fresh && md5sum -c --quiet %t/prebuilt.sums
 // RUN: vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t/fresh" | FileCheck %s --check-prefix=HIT
+// prebuilt-dir alone: read there, written nowhere (the directory untouched,
+// no cache made).
+// RUN: ls -R %t > %t.files
+// RUN: cd %t && vortex-opt %s --vortex-gpu-serialize-kernels="prebuilt-dir=%t/cache" | FileCheck %s --check-prefix=HIT
+// RUN: ls -l --full-time %t/cache | diff %t/prebuilt.before -
+// RUN: ls -R %t | diff %t.files -
 // Entries begin with their key: one read under another key (here, every
 // entry moved to another's place) is compiled again and replaced.
 // RUN: cp -r %t/cache %t/swapped

@@ -3,8 +3,10 @@
 // A kernel cache that is a file, not a directory.
 // RUN: rm -rf %t && touch %t
 // RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=cache-dir=%t 2>&1 | FileCheck %s --check-prefix=CACHE
-// Prebuilt kernels are read through a cache only.
+// Prebuilt kernels that are not a directory, with a cache or without one.
 // RUN: not vortex-opt %s --vortex-gpu-serialize-kernels=prebuilt-dir=%t 2>&1 | FileCheck %s --check-prefix=PREBUILT
+// RUN: not vortex-opt %s --vortex-gpu-serialize-kernels="cache-dir=%t.cache prebuilt-dir=%t" 2>&1 | FileCheck %s --check-prefix=PREBUILT
+// RUN: not ls %t.cache
 
 // A module without targets has nothing to serialize for.
 // expected-error @+1 {{the module has no target attributes}}
@@ -34,4 +36,4 @@ gpu.module @broken [#nvvm.target<chip = "sm_90", features = "+ptx80">] {
 
 // FORMAT: error: unknown format 'cubin'; expected isa, bin, fatbin or llvm
 // CACHE: error: the kernel cache '{{.*}}' is not a directory
-// PREBUILT: error: prebuilt-dir needs cache-dir
+// PREBUILT: error: prebuilt-dir '{{.*}}' is not a directory

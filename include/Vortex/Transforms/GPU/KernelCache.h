@@ -41,6 +41,16 @@ public:
   /// real path, size and modification time; "" when it does not exist.
   static std::string fileIdentity(StringRef path);
 
+  /// A cache of no directory of its own that reads the prebuilt entries in
+  /// `prebuiltDir` (the library kernels installed beside vortex) and writes
+  /// nothing: `store` keeps nothing (and does not fail), `markUsed` and
+  /// `trim` do nothing. For a compile without a kernel cache.
+  static KernelCache prebuiltOnly(StringRef prebuiltDir) {
+    KernelCache cache("");
+    cache.addPrebuilt(prebuiltDir);
+    return cache;
+  }
+
   /// Adds a directory of prebuilt entries (the library kernels built with
   /// vortex and installed beside it: docs/gpu.md, "Prebuilt kernels") that
   /// this cache reads but never writes.
@@ -70,9 +80,10 @@ public:
   /// `<key>.<kind>.tmp-*` file behind, never a partial entry.
   bool store(StringRef key, StringRef kind, StringRef bytes) const;
 
-  /// The entry's path, written or not.
+  /// The entry's path, written or not (empty for `prebuiltOnly`).
   std::string path(StringRef key, StringRef kind) const;
 
+  /// The cache's own directory; empty for `prebuiltOnly`.
   StringRef directory() const { return dir; }
 
 private:

@@ -185,7 +185,9 @@ def VortexGPUSerializeKernels
     error; an entry that cannot be written, a warning. With `prebuilt-dir`
     too, a kernel the cache lacks is looked up in that directory (read, never
     written; docs/gpu.md, "Prebuilt kernels") and a hit is copied into the
-    cache.
+    cache. With `prebuilt-dir` alone, kernels are looked up there and
+    nothing is written anywhere. A `prebuilt-dir` that is not a directory
+    is an error.
 
     An unknown `format` is rejected, as is a `gpu.module` without targets.
 
@@ -204,8 +206,8 @@ def VortexGPUSerializeKernels
            "Keep each kernel's PTX in this directory and reuse it; empty: "
            "no cache">,
     Option<"prebuiltDir", "prebuilt-dir", "std::string", /*default=*/"\"\"",
-           "With cache-dir: also read entries from this directory of "
-           "prebuilt kernels, never written">,
+           "Also read entries from this directory of prebuilt kernels, "
+           "never written (with cache-dir, a hit is copied there)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
