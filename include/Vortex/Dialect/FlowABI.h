@@ -78,8 +78,6 @@ inline constexpr llvm::StringLiteral kNumSlots = "num_slots";
 // a row keeps max(topk_min_budget, (int)(n * topk_ratio)) blocks, where
 // topk_min_budget = topk_val + reserved_bos + reserved_eos and the ratio is
 // passed as the bits of its f64 (i64), so that it reaches the kernel exact.
-// The trtllm form's TopK(k) has no ratio: every row keeps topk_min_budget =
-// k + reserved_bos + reserved_eos.
 inline constexpr llvm::StringLiteral kTopkMinBudget = "topk_min_budget";
 inline constexpr llvm::StringLiteral kTopkRatioBits = "topk_ratio_bits";
 inline constexpr llvm::StringLiteral kReservedBos = "reserved_bos";

@@ -1114,44 +1114,40 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
            [&](Gen &y) { recordBadIndptr(y, a.status, indptr, r); });
 }
 
-/// The row budget's knobs, from the kernel's parameters (topKKnobParams),
-/// whose values only the manifest holds. The trtllm form has no ratio: every
-/// row keeps its op's k.
-RowKnobs topKKnobs(Gen &g, const TopKSignature &sig, gpu::GPUFuncOp func) {
-  auto param = [&](StringRef name) -> Value {
+/// The row budget's knobs. The trtllm form keeps every row at its op's k
+/// (constants); the others take the flow's knobs as kernel parameters
+/// (topKKnobParams), whose values only the manifest holds.
+RowKnobs topKKnobs(FlowContext &ctx, Gen &g, const TopKSignature &sig,
+                   gpu::GPUFuncOp func) {
+  FlowConfigAttr cfg = ctx.config;
+  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
+  if (auto trtllm = dyn_cast<TrtllmTopKOp>(sig.op))
+    return {g.idx(bos + static_cast<int64_t>(trtllm.getK()) + eos), Value(),
+            g.idx(bos), g.idx(eos)};
+  auto param = [&](StringRef name) {
     auto *it = llvm::find_if(sig.params,
                              [&](const Param &p) { return p.name == name; });
-    if (it == sig.params.end())
-      return Value();
+    assert(it != sig.params.end() && "a top-k knob without its parameter");
     return func.getArgument(it - sig.params.begin());
   };
-  Value ratio;
-  if (Value bits = param(abi::kTopkRatioBits))
-    ratio = arith::BitcastOp::create(g.b, g.loc, g.b.getF64Type(), bits);
+  Value ratio = arith::BitcastOp::create(g.b, g.loc, g.b.getF64Type(),
+                                         param(abi::kTopkRatioBits));
   return {g.toIndex(param(abi::kTopkMinBudget)), ratio,
           g.toIndex(param(abi::kReservedBos)),
           g.toIndex(param(abi::kReservedEos))};
 }
 
-/// The top-k's knobs as constant scalar parameters (abi::kTopk*), so that
-/// its text is every flow's: the flow's config, or for the trtllm form its
-/// op's k and no ratio.
-SmallVector<Param> topKKnobParams(FlowConfigAttr cfg, Operation *op) {
-  MLIRContext *mctx = op->getContext();
+/// The flow's top-k knobs as constant scalar parameters (abi::kTopk*).
+SmallVector<Param> topKKnobParams(FlowConfigAttr cfg, MLIRContext *mctx) {
   auto i32 = IntegerType::get(mctx, 32);
   auto i64 = IntegerType::get(mctx, 64);
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  Param bosParam{abi::kReservedBos.str(), false, i32, bos};
-  Param eosParam{abi::kReservedEos.str(), false, i32, eos};
-  if (auto trtllm = dyn_cast<TrtllmTopKOp>(op))
-    return {{abi::kTopkMinBudget.str(), false, i32,
-             static_cast<int64_t>(trtllm.getK()) + bos + eos},
-            bosParam, eosParam};
   double ratio = cfg.getTopkRatio().getValueAsDouble();
   return {{abi::kTopkMinBudget.str(), false, i32, cfg.getTopkVal() + bos + eos},
           {abi::kTopkRatioBits.str(), false, i64,
            static_cast<int64_t>(llvm::bit_cast<uint64_t>(ratio))},
-          bosParam, eosParam};
+          {abi::kReservedBos.str(), false, i32, bos},
+          {abi::kReservedEos.str(), false, i32, eos}};
 }
 
 /// The top-k kernel `name` of `sig.op`, shaped by `plan`.
@@ -1176,7 +1172,7 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   a.outCounts = func.getArgument(4);
   a.out = func.getArgument(5);
   a.status = func.getArgument(6);
-  a.knobs = topKKnobs(g, sig, func);
+  a.knobs = topKKnobs(ctx, g, sig, func);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   emitTopKRow(ctx, g, sig.op, plan, sh, a, r, tid);
@@ -1220,7 +1216,8 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
       {outPtr, true, i32},
       {outIdx, true, i32},
       {ctx.statusBuffer(), true, i32}};
-  llvm::append_range(sig.params, topKKnobParams(ctx.config, op));
+  if (!trtllm)
+    llvm::append_range(sig.params, topKKnobParams(ctx.config, mctx));
   SmallVector<SelectPlan> plans = planSelections(ctx);
   for (auto [i, plan] : llvm::enumerate(plans)) {
     // The first (preferred) variant keeps the op's kernel name.

@@ -32,9 +32,9 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 // The launch order and buffers.
 // CHECK: indexer = {args
-// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL0:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT0:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "topk_min_budget", value = 6 : i64}, {kind = "scalar", name = "reserved_bos", value = 1 : i64}, {kind = "scalar", name = "reserved_eos", value = 1 : i64}]
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL0:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT0:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
 // CHECK-SAME: writes = ["[[SL0]]", "[[BT0]]", "status"]
-// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL1:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT1:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "topk_min_budget", value = 4 : i64}, {kind = "scalar", name = "reserved_bos", value = 1 : i64}, {kind = "scalar", name = "reserved_eos", value = 1 : i64}]
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL1:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT1:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
 // CHECK-SAME: kernel = "f_indexer_union{{[0-9]+}}_rows"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "[[BT0]]", "[[SL0]]", "[[BT1]]", "[[SL1]]"]
 // CHECK-SAME: writes = ["[[MERGED:scratch[0-9]+]]", "[[COUNTS:scratch[0-9]+]]", "status"]
@@ -46,15 +46,10 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 // CHECK-SAME: [[BT0]] = {dtype = "i32", role = "scratch", shape = ["total", 1, 1]}
 // CHECK-SAME: [[SL0]] = {dtype = "i32", role = "scratch", shape = ["rows", 1, 1]}
 
-// TopK(k): every row keeps bos + k + eos blocks, the kernel's
-// topk_min_budget parameter (its value above, in the manifest), with no
-// ratio, so the kernel's text is every TopK(k)'s (docs/gpu.md, "Prebuilt
-// kernels"); unused slots get -1.
+// TopK(k): the budget is fixed (bos + k + eos); unused slots get -1.
 // CHECK-LABEL: gpu.func @f_indexer_trtllm
-// CHECK-SAME: %arg7: i32, %arg8: i32, %arg9: i32)
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
-// CHECK-NOT: f64
-// CHECK-NOT: arith.constant 6 : index
+// CHECK: arith.constant 6 : index
 // CHECK: arith.constant -1 : i32
 // CHECK: gpu.shuffle xor
 // CHECK: arith.maxui
