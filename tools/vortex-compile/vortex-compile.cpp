@@ -847,20 +847,15 @@ static int compileGPU(MLIRContext &context, Compilation &c) {
   FailureOr<std::optional<uint64_t>> cacheLimit = parseKernelCacheLimit();
   if (failed(cacheLimit))
     return 1;
-  std::optional<vortex::KernelCache> cache;
-  if (!kernelCache.empty()) {
-    std::string error;
-    FailureOr<vortex::KernelCache> opened =
-        vortex::KernelCache::open(kernelCache, error);
-    if (failed(opened))
-      return fail("--kernel-cache: " + error);
-    cache = std::move(*opened);
-    if (!options.prebuiltKernels.empty())
-      cache->addPrebuilt(options.prebuiltKernels);
-  } else if (!options.prebuiltKernels.empty()) {
-    // No cache of the user's: the library kernels are read, nothing kept.
-    cache = vortex::KernelCache::prebuiltOnly(options.prebuiltKernels);
-  }
+  // Without a cache of the user's, the library kernels are read, nothing
+  // kept.
+  std::string error;
+  FailureOr<std::optional<vortex::KernelCache>> opened =
+      vortex::KernelCache::openForCompile(kernelCache,
+                                          options.prebuiltKernels, error);
+  if (failed(opened))
+    return fail("--kernel-cache: " + error);
+  std::optional<vortex::KernelCache> cache = std::move(*opened);
 
   // Stage 1: kernels to the NVVM dialect.
   if (failed(runStage(context, c, "lower to NVVM", [&](OpPassManager &pm) {

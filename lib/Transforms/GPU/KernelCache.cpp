@@ -45,6 +45,22 @@ FailureOr<KernelCache> KernelCache::open(StringRef dir, std::string &error) {
   return KernelCache(dir.str());
 }
 
+FailureOr<std::optional<KernelCache>>
+KernelCache::openForCompile(StringRef cacheDir, StringRef prebuiltDir,
+                            std::string &error) {
+  if (cacheDir.empty()) {
+    if (prebuiltDir.empty())
+      return std::optional<KernelCache>();
+    return std::optional<KernelCache>(prebuiltOnly(prebuiltDir));
+  }
+  FailureOr<KernelCache> cache = open(cacheDir, error);
+  if (failed(cache))
+    return failure();
+  if (!prebuiltDir.empty())
+    cache->addPrebuilt(prebuiltDir);
+  return std::optional<KernelCache>(std::move(*cache));
+}
+
 std::string KernelCache::key(ArrayRef<StringRef> parts) {
   llvm::SHA256 hash;
   hash.update(kCacheFormat);

@@ -148,21 +148,14 @@ struct SerializeKernels
           << "prebuilt-dir '" << prebuiltDir << "' is not a directory";
       return signalPassFailure();
     }
-    if (!cacheDir.empty()) {
-      std::string error;
-      FailureOr<vortex::KernelCache> opened =
-          vortex::KernelCache::open(cacheDir, error);
-      if (failed(opened)) {
-        getOperation().emitError() << error;
-        return signalPassFailure();
-      }
-      cache = std::move(*opened);
-      if (!prebuiltDir.empty())
-        cache->addPrebuilt(prebuiltDir);
-    } else if (!prebuiltDir.empty()) {
-      // Read, never written: the prebuilt kernels without a cache.
-      cache = vortex::KernelCache::prebuiltOnly(prebuiltDir);
+    std::string error;
+    FailureOr<std::optional<vortex::KernelCache>> opened =
+        vortex::KernelCache::openForCompile(cacheDir, prebuiltDir, error);
+    if (failed(opened)) {
+      getOperation().emitError() << error;
+      return signalPassFailure();
     }
+    cache = std::move(*opened);
     gpu::TargetOptions options(toolkitPath, /*librariesToLink=*/{},
                                /*cmdOptions=*/"", /*elfSection=*/"", *target);
     for (auto module : llvm::make_early_inc_range(

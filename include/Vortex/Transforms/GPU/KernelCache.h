@@ -51,6 +51,13 @@ public:
     return cache;
   }
 
+  /// The cache a compile uses: `cacheDir` opened (created if needed) with
+  /// `prebuiltDir`, if any, behind it; without `cacheDir`, `prebuiltOnly`;
+  /// with neither, none. An error message when `cacheDir` is not usable.
+  static FailureOr<std::optional<KernelCache>>
+  openForCompile(StringRef cacheDir, StringRef prebuiltDir,
+                 std::string &error);
+
   /// Adds a directory of prebuilt entries (the library kernels built with
   /// vortex and installed beside it: docs/gpu.md, "Prebuilt kernels") that
   /// this cache reads but never writes.
