@@ -185,6 +185,13 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     "::mlir::Type":$kv_dtype);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The budget's fixed part, `topk_val + reserved_bos + reserved_eos`: a
+    /// row of at most this many blocks needs no selection.
+    int64_t getMinBudget() const {
+      return getTopkVal() + getReservedBos() + getReservedEos();
+    }
+  }];
 }
 
 def Vortex_FieldAttr : Vortex_Attr<"Field", "field"> {

@@ -125,10 +125,8 @@ Value mlir::vortex::finishReduction(ScalarBuilder &s, ReduceKind kind,
 
 Value mlir::vortex::emitRowBudget(ScalarBuilder &s, FlowConfigAttr config,
                                   Value n) {
-  int64_t fixed = config.getTopkVal() + config.getReservedBos() +
-                  config.getReservedEos();
   Value ratio = s.f64(config.getTopkRatio().getValueAsDouble());
-  return emitRowBudget(s, s.idx(fixed), ratio, n);
+  return emitRowBudget(s, s.idx(config.getMinBudget()), ratio, n);
 }
 
 Value mlir::vortex::emitRowBudget(ScalarBuilder &s, Value minBudget,

@@ -18,7 +18,7 @@ using namespace mlir::vortex::gpugen;
 RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
                                       Value r, Value limit) {
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  RowKnobs knobs{g.idx(cfg.getTopkVal() + bos + eos),
+  RowKnobs knobs{g.idx(cfg.getMinBudget()),
                  g.f64(cfg.getTopkRatio().getValueAsDouble()), g.idx(bos),
                  g.idx(eos)};
   return rowInfo(g, knobs, indptr, r, limit);

@@ -1143,7 +1143,7 @@ SmallVector<Param> topKKnobParams(FlowConfigAttr cfg, MLIRContext *mctx) {
   auto i64 = IntegerType::get(mctx, 64);
   int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
   double ratio = cfg.getTopkRatio().getValueAsDouble();
-  return {{abi::kTopkMinBudget.str(), false, i32, cfg.getTopkVal() + bos + eos},
+  return {{abi::kTopkMinBudget.str(), false, i32, cfg.getMinBudget()},
           {abi::kTopkRatioBits.str(), false, i64,
            static_cast<int64_t>(llvm::bit_cast<uint64_t>(ratio))},
           {abi::kReservedBos.str(), false, i32, bos},
