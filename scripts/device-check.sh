@@ -40,10 +40,21 @@ if [ -d "$ART/slotted" ]; then
     "$ART/slotted/staged.manifest.json" 2>&1 | tee "$LOGS/gpu-check-slotted.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
+# The saved-score flows at 8 rows (one request), where the score kernel
+# stores the save; the run above (24 rows) has the top-k store it
+# (docs/gpu.md, "Saves in the top-k").
+python3 -m vortex.gpu_check --artifacts "$ART/check" --requests 1 --no-selftest \
+  --flows running_avg_block_sparse_g8 h2o_token_sparse_attention_g5 \
+  gqa_h2o_token_sparse_attention_g8 2>&1 | tee "$LOGS/gpu-check-few-rows.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 # The top-k alone on chosen scores (ties, heavy tails, NaN and inf,
-# overflowing and subnormal ranges), each CTA shape, exactly.
+# overflowing and subnormal ranges), each CTA shape, exactly; a saved
+# field at 40 rows (stored) and 8 (not).
 if [ -d "$ART/bench" ]; then
   python3 -m vortex.gpu_topk_check --artifacts "$ART/bench" 2>&1 | tee "$LOGS/gpu-topk-check.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  python3 -m vortex.gpu_topk_check --artifacts "$ART/bench" --flows running_avg \
+    --rows 8 2>&1 | tee "$LOGS/gpu-topk-check-few-rows.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 python3 -m vortex.gpu_torch_check --artifacts "$ART/check" \

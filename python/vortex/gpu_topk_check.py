@@ -12,8 +12,13 @@ Cauchy), all-negative rows, NaN and +-inf, a range that overflows
 in registers, and k above a CTA's thread count (the bitonic sort) from the
 flow's `topk_ratio`. Every row must equal `vortex.reference.topk_select`
 element for element: BOS, the middle in descending score order with ties
-to the lower position and NaN below every number, then EOS. Prints one
-line per (flow, shape, pattern); exits 1 on any difference.
+to the lower position and NaN below every number, then EOS. A top-k that
+stores a saved score (docs/gpu.md, "Saves in the top-k") gets its field
+poisoned; with more rows than its `saves_min_rows` every position
+[start, end - eos) of a selecting row must hold the score rounded to the
+field's dtype at its block id, and nothing else may change (with fewer,
+nothing). Prints one line per (flow, shape, pattern); exits 1 on any
+difference.
 """
 
 import argparse
@@ -75,13 +80,14 @@ def patterns(rng: np.random.Generator
 
 def row_lengths(cfg: ref.Config, rng: np.random.Generator,
                 rows: int) -> List[int]:
-    """Edge lengths first (empty, one block, the budget's edges, the keys a
-    CTA holds, a row whose k exceeds 512 threads), then typical rows."""
+    """`rows` lengths: edge lengths first (empty, one block, the budget's
+    edges, the keys a CTA holds, a row whose k exceeds 512 threads), then
+    typical rows."""
     b0 = cfg.budget(0)
     fixed = [0, 1, b0, b0 + 1, b0 + 2, 2047, 2048, 2049, 3000, 9000,
              cfg.bos + cfg.eos + 1]
     out = fixed + [int(rng.integers(1500, 2600)) for _ in range(rows)]
-    return out[:max(rows, len(fixed))]
+    return out[:rows]
 
 
 def compare_rows(got_sp: np.ndarray, got_si: np.ndarray,
@@ -102,6 +108,34 @@ def compare_rows(got_sp: np.ndarray, got_si: np.ndarray,
             bad.append(f"row {r} (n={lengths[r]}): got "
                        f"{got[:8].tolist()}..., want {want[:8].tolist()}...")
     return bad
+
+
+def saved_fields(m: Manifest, spec) -> List[str]:
+    """The cache tensors a top-k kernel writes: the saves it stores."""
+    return [b for b in spec.writes
+            if b in m.tensors and m.tensors[b].role == "cache"]
+
+
+def check_saved(torch, got, score, indptr, indices, cfg: ref.Config,
+                stores: bool) -> List[str]:
+    """The saved field after the launch against POISON plus, when the top-k
+    stores, each selecting row's [start, end - eos) scores at their ids,
+    rounded to the field's dtype as the kernel does (NaN equals NaN)."""
+    got = got.cpu()
+    want = torch.full_like(got, POISON)
+    if stores:
+        rounded = torch.from_numpy(score).to(got.dtype)
+        for r in range(len(indptr) - 1):
+            s, e = int(indptr[r]), int(indptr[r + 1])
+            if e - s > cfg.budget(e - s):
+                ids = torch.from_numpy(indices[s:e - cfg.eos].astype(np.int64))
+                want.view(-1)[ids] = rounded[s:e - cfg.eos]
+    g = got.float().view(-1).numpy()
+    w = want.float().view(-1).numpy()
+    bad = np.flatnonzero(~((g == w) | (np.isnan(g) & np.isnan(w))))
+    return [f"saved field differs at {len(bad)} block(s), e.g. block "
+            f"{int(bad[0])}: got {g[bad[0]]}, want {w[bad[0]]}"] if len(bad) \
+        else []
 
 
 def check_flow(path: str, args, torch) -> List[str]:
@@ -135,6 +169,11 @@ def check_flow(path: str, args, torch) -> List[str]:
                                                 dtype=torch.int32,
                                                 device=dev),
             }
+            saves = saved_fields(m, spec)
+            for f in saves:
+                t[f] = torch.full((total + 11, 1, 1), POISON,
+                                  dtype=getattr(torch, m.tensors[f].torch_dtype
+                                                .split(".")[1]), device=dev)
             scratch_bytes, launches = flow.plan(
                 "indexer", t, kernels=[spec.kernel])
             if len(scratch_bytes) != 1 or len(launches) != 1:
@@ -150,13 +189,21 @@ def check_flow(path: str, args, torch) -> List[str]:
             bad = compare_rows(t["sparse_kv_indptr"].cpu().numpy(),
                                t["sparse_kv_indices"].cpu().numpy(),
                                want_sp, want_si, lengths)
+            min_rows = next((p.value for p in spec.params
+                             if p.name == "saves_min_rows"), None)
+            for f in saves:
+                bad += [f"{f}: {p}" for p in check_saved(
+                    torch, t[f], score, indptr, indices, cfg,
+                    stores=len(lengths) > min_rows)]
             tag = (f"{m.flow} {spec.kernel.rsplit('_', 1)[-1]} "
                    f"({spec.block[0]} threads) {name}")
             kmax = max(int(want_sp[r + 1] - want_sp[r])
                        for r in range(len(lengths)))
             lines.append(f"{tag}: {len(lengths)} rows, {total} blocks, "
-                         f"largest budget {kmax}: "
-                         + ("ok" if not bad else f"{len(bad)} problem(s)"))
+                         f"largest budget {kmax}"
+                         + (f", saved field{'s' * (len(saves) > 1)} "
+                            + ", ".join(saves) if saves else "")
+                         + ": " + ("ok" if not bad else f"{len(bad)} problem(s)"))
             problems += [f"{tag}: {p}" for p in bad[:5]]
     print("\n".join(lines))
     return problems
@@ -168,10 +215,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="directory of <flow>.manifest.json (+ .cubin/.ptx)")
     ap.add_argument("--flows", nargs="*", default=None,
                     help="only manifests whose flow name starts with these")
-    ap.add_argument("--rows", type=int, default=40)
+    ap.add_argument("--rows", type=int, default=40,
+                    help="rows per launch (at most 11: the first edge "
+                         "lengths only)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--device", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.rows < 1:
+        ap.error(f"--rows must be at least 1, got {args.rows}")
     import torch
     if not torch.cuda.is_available():
         print("gpu_topk_check: no CUDA device", file=sys.stderr)

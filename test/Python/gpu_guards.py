@@ -46,11 +46,13 @@ kernels = [k for st in m.steps.values() for k in st.kernels]
 report(all(status in k.writes and status in k.buffers() for k in kernels),
        "manifest: every kernel takes and writes the status buffer",
        [k.kernel for k in kernels])
-by_block = {k.kernel: [p.name for p in k.params][-2:] for k in kernels
-            if not k.is_selection()}
+# Constants (saves_min_rows, the score kernel's: docs/gpu.md, "Saves in
+# the top-k") come after them.
+by_block = {k.kernel: [p.name for p in k.params if p.value is None][-2:]
+            for k in kernels if not k.is_selection()}
 report(all(v == ["status", "num_blocks"] for v in by_block.values()),
        "manifest: kernels that gather by block id end with status, "
-       "num_blocks", by_block)
+       "num_blocks (then constants)", by_block)
 report(rt.check_ptx(m, ptx) == [], "ptx: signatures match the manifest",
        rt.check_ptx(m, ptx))
 

@@ -1,5 +1,5 @@
 # RUN: %python %s
-# REQUIRES: numpy
+# REQUIRES: numpy, torch
 #
 # vortex.gpu_topk_check's parts that need no GPU: its score patterns hold
 # what their names say (the value-bin and digit-pass paths each get rows
@@ -89,4 +89,43 @@ wrong = si.copy()
 wrong[int(sp[r + 1]) - 1] = -1
 report(len(tc.compare_rows(sp, wrong, sp, si, lengths[:6])) == 1,
        "judge: a wrong block is named")
+report(tc.row_lengths(cfg, rng, 8) == [0, 1, b0, b0 + 1, b0 + 2, 2047, 2048,
+                                       2049],
+       "row lengths: 8 rows are the first edge lengths (at most "
+       "saves_min_rows: the top-k stores no saved score)")
+
+# The saved-field judge (a top-k that stores a saved score): the field as
+# the kernel leaves it passes; a missed store, a stray store, or a store
+# at 8 rows (where the score kernel stores) is named.
+import torch  # noqa: E402
+
+n_all = int(indptr[-1])
+score[3] = np.nan
+field = torch.full((n_all + 5, 1, 1), tc.POISON, dtype=torch.bfloat16)
+for i in range(6):
+    s, e = int(indptr[i]), int(indptr[i + 1])
+    if e - s > cfg.budget(e - s):
+        for p in range(s, e - cfg.eos):
+            field.view(-1)[int(indices[p])] = torch.tensor(
+                score[p]).to(torch.bfloat16)
+report(tc.check_saved(torch, field, score, indptr, indices, cfg, True) == [],
+       "saved judge: the stores of every selecting row's [start, end - eos) "
+       "pass (NaN equals NaN)")
+untouched = torch.full_like(field, tc.POISON)
+report(tc.check_saved(torch, untouched, score, indptr, indices, cfg,
+                      False) == [], "saved judge: nothing stored passes at "
+       "few rows")
+report(len(tc.check_saved(torch, field, score, indptr, indices, cfg,
+                          False)) == 1, "saved judge: a store at few rows "
+       "is named")
+sel = next(i for i in range(6)
+           if lengths[i] > cfg.budget(lengths[i]))
+missed = field.clone()
+missed.view(-1)[int(indices[int(indptr[sel])])] = tc.POISON
+report(len(tc.check_saved(torch, missed, score, indptr, indices, cfg,
+                          True)) == 1, "saved judge: a missed store is named")
+stray = field.clone()
+stray.view(-1)[n_all + 4] = 1.0
+report(len(tc.check_saved(torch, stray, score, indptr, indices, cfg,
+                          True)) == 1, "saved judge: a stray store is named")
 report.exit()

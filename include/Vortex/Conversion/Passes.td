@@ -97,6 +97,12 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "width over the row's score range, ranking the few keys of the "
            "k-th best key's bin directly, before the digit passes (false: "
            "digit passes only, smaller kernels that compile faster)">,
+    Option<"topkSavesMinRows", "topk-saves-min-rows", "int64_t", "8",
+           "a score that is also saved (a vortex.save of the value a "
+           "vortex.topk reads, into a [1, 1] field no later op uses) is "
+           "stored by the top-k when a step has more than this many rows, "
+           "else by the score kernel (docs/gpu.md, \"Saves in the "
+           "top-k\"; -1: always by the score kernel)">,
     Option<"envelopeIdentity", "envelope-identity", "bool", "true",
            "sum over the columns of max(x * a, x * b) as (x (a + b) + "
            "|x| |a - b|) / 2 in fused multiply-adds (false: as written; "

@@ -82,6 +82,10 @@ inline constexpr llvm::StringLiteral kTopkMinBudget = "topk_min_budget";
 inline constexpr llvm::StringLiteral kTopkRatioBits = "topk_ratio_bits";
 inline constexpr llvm::StringLiteral kReservedBos = "reserved_bos";
 inline constexpr llvm::StringLiteral kReservedEos = "reserved_eos";
+/// A saved score the top-k can store (docs/gpu.md, "Saves in the top-k") is
+/// stored by the top-k in a step of more rows than this, else by the score
+/// kernel; both kernels take it.
+inline constexpr llvm::StringLiteral kSavesMinRows = "saves_min_rows";
 
 /// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
 /// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned

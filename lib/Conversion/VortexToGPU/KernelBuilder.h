@@ -132,6 +132,19 @@ struct FlowContext {
   int64_t topkThreads = 0;
   /// Whether the top-k tries one pass of value bins before its digit passes.
   bool topkValueBins = true;
+  /// A step of more rows than this stores the deferredSaves in the top-k,
+  /// one of fewer in the score kernel (-1: none deferred).
+  int64_t topkSavesMinRows = 8;
+  /// Top-k op -> the save of its score that its kernel stores at more than
+  /// topkSavesMinRows rows; the score kernel stores it at fewer
+  /// (docs/gpu.md, "Saves in the top-k").
+  DenseMap<Operation *, SaveOp> deferredSaves;
+  /// Whether `save` is stored by a top-k kernel.
+  bool isDeferred(SaveOp save) const {
+    return llvm::any_of(deferredSaves, [&](const auto &entry) {
+      return entry.second == save;
+    });
+  }
   /// Envelope sums by the identity (TileReduction.cpp).
   bool envelopeIdentity = true;
   /// Rows a workload kernel reads once (gathered by block id or read at a

@@ -977,6 +977,9 @@ struct TopKSignature {
   Operation *op;
   std::string scoreBuf, outPtr, outIdx;
   SmallVector<Param> params;
+  /// The field the kernel stores the score into (ctx.deferredSaves), its
+  /// parameter last; empty without one.
+  std::string savedBuf;
 };
 
 /// A top-k CTA's shared buffers.
@@ -989,6 +992,9 @@ struct TopKShared {
 struct TopKArgs {
   RowKnobs knobs;
   Value indptr, dense, rows, score, outCounts, out, status;
+  /// The saved field (TopKSignature::savedBuf) and saves_min_rows, else
+  /// null.
+  Value saved, savesMinRows;
 };
 
 TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
@@ -1006,7 +1012,7 @@ TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
 
 /// The selection's fixed decisions, for `vortex.plan`.
 DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
-                              int64_t ctasPerSM) {
+                              int64_t ctasPerSM, bool storesSaved) {
   return b.getDictionaryAttr(
       {b.getNamedAttr("threads", b.getI64IntegerAttr(plan.threads)),
        b.getNamedAttr("register_keys",
@@ -1019,12 +1025,47 @@ DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
        b.getNamedAttr("value_bin_candidates",
                       b.getI64IntegerAttr(plan.valueBins ? kCandidateCapacity
                                                          : 0)),
-       b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(ctasPerSM))});
+       b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(ctasPerSM)),
+       b.getNamedAttr("stores_saved", b.getBoolAttr(storesSaved))});
+}
+
+/// The score of every position of the row's range [start, hi) into the
+/// saved field at its block id, as the score kernel would have stored it
+/// (docs/gpu.md, "Saves in the top-k"); an id outside the field is skipped
+/// (the score kernel recorded it). The first kHeldKeys positions load
+/// together before any store, which LLVM cannot tell from the loads' buffers;
+/// that brings in the lines the selection's keys then read. The rest go one
+/// at a time. Only for a row that needs selection, so hi > start.
+void storeSaved(Gen &g, const TopKArgs &a, const RowInfo &row, Value tid,
+                int64_t threads) {
+  Type type = cast<MemRefType>(a.saved.getType()).getElementType();
+  Value size = g.extent(a.saved);
+  Value last = g.sub(row.hi, g.idx(1));
+  auto store = [&](Gen &x, Value in, Value score, Value id) {
+    Value at = x.toIndex(id);
+    x.ifThen(x.andI(in, x.cmpI(arith::CmpIPredicate::ult, at, size)),
+             [&](Gen &y) { y.store(y.fromF32(score, type), a.saved, at); });
+  };
+  SmallVector<Value> in, scores, ids;
+  for (int64_t e = 0; e < kHeldKeys / threads; ++e) {
+    Value p = g.add(row.start, g.add(tid, g.idx(e * threads)));
+    in.push_back(g.lt(p, row.hi));
+    Value at = g.minU(p, last);
+    scores.push_back(g.load(a.score, at));
+    ids.push_back(g.load(a.dense, at));
+  }
+  for (auto [ok, score, id] : llvm::zip(in, scores, ids))
+    store(g, ok, score, id);
+  strided(g, g.add(row.start, g.idx(kHeldKeys)), row.hi, tid, threads, {},
+          [&](Gen &x, Value p, ValueRange) -> SmallVector<Value> {
+            store(x, trueValue(x), x.load(a.score, p), x.load(a.dense, p));
+            return {};
+          });
 }
 
 /// Row r's top-k by the CTA (every thread calls it; the barriers inside are
 /// uniform over the CTA): the row's offset in the output, its reserved
-/// blocks, the selection and the indptr guard.
+/// blocks, the saved scores, the selection and the indptr guard.
 void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
                  const SelectPlan &plan, const TopKShared &sh,
                  const TopKArgs &a, Value r, Value tid) {
@@ -1090,6 +1131,9 @@ void emitTopKRow(FlowContext &ctx, Gen &g, Operation *op,
                       sh.ids,      plan};
           x.ifThen(x.cmpI(arith::CmpIPredicate::sgt, k, x.idx(0)),
                    [&](Gen &y) { emitSelection(y, R); });
+          if (a.saved)
+            x.ifThen(x.cmpI(arith::CmpIPredicate::ugt, a.rows, a.savesMinRows),
+                     [&](Gen &y) { storeSaved(y, a, row, tid, threads); });
           return {};
         },
         [&](Gen &x) -> SmallVector<Value> {
@@ -1158,7 +1202,8 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, sig.params, threads);
   // The selection's fixed decisions, and the register bound if one is asked.
-  func->setAttr("vortex.plan", selectPlanAttr(b, plan, ctx.topkCtasPerSM));
+  func->setAttr("vortex.plan", selectPlanAttr(b, plan, ctx.topkCtasPerSM,
+                                               !sig.savedBuf.empty()));
   if (ctx.topkCtasPerSM > 0)
     func->setAttr("nvvm.minctasm",
                   b.getI32IntegerAttr(static_cast<int32_t>(ctx.topkCtasPerSM)));
@@ -1173,6 +1218,10 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   a.out = func.getArgument(5);
   a.status = func.getArgument(6);
   a.knobs = topKKnobs(ctx, g, sig, func);
+  if (!sig.savedBuf.empty()) {
+    a.saved = func.getArgument(sig.params.size() - 2);
+    a.savesMinRows = func.getArgument(sig.params.size() - 1);
+  }
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   emitTopKRow(ctx, g, sig.op, plan, sh, a, r, tid);
@@ -1181,10 +1230,14 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   // double the largest kernel's LLVM and ptxas time.
   keepLoopsRolled(func);
 
+  SmallVector<std::string> writes = {sig.outPtr, sig.outIdx,
+                                     ctx.statusBuffer()};
+  if (!sig.savedBuf.empty())
+    writes.push_back(sig.savedBuf);
   recordRowKernel(ctx, func, threads, sig.params,
                   {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
                    sig.scoreBuf},
-                  {sig.outPtr, sig.outIdx, ctx.statusBuffer()});
+                  writes);
 }
 
 } // namespace
@@ -1218,6 +1271,13 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
       {ctx.statusBuffer(), true, i32}};
   if (!trtllm)
     llvm::append_range(sig.params, topKKnobParams(ctx.config, mctx));
+  if (SaveOp save = ctx.deferredSaves.lookup(op)) {
+    sig.savedBuf = ctx.bufferOf.lookup(save.getField());
+    sig.params.push_back(
+        {sig.savedBuf, true, ctx.abi.tensors[sig.savedBuf].elementType});
+    sig.params.push_back({abi::kSavesMinRows.str(), false, i32,
+                          ctx.topkSavesMinRows});
+  }
   SmallVector<SelectPlan> plans = planSelections(ctx);
   for (auto [i, plan] : llvm::enumerate(plans)) {
     // The first (preferred) variant keeps the op's kernel name.

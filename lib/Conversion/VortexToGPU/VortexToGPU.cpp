@@ -124,7 +124,57 @@ struct KernelOptions {
   int64_t topkCtasPerSM, topkThreads;
   bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices,
       envelopeMMA;
+  int64_t topkSavesMinRows;
 };
+
+/// The save the top-k `op` can store instead of the score kernel: a
+/// vortex.save, in the vortex.kernel that yields op's score, of that very
+/// value into a [?, 1, 1] paged field that nothing outside the kernel uses.
+/// Both store the same value at the same positions (a row that needs
+/// selection, [start, end - eos)), but a score kernel that reads and writes
+/// back a 2-byte field at random block ids interleaves its loads with the
+/// other SMs' stores to the same L2 sectors, about 20 us at B = 64 on an
+/// H100, where loads alone or stores alone cost 0 to 2 us
+/// (docs/measurements/topk-saves-h100.md). The top-k's stores come after
+/// every load of the score kernel.
+SaveOp deferrableSave(Operation *op) {
+  if (!isa<TopKOp, ApproxTopKOp>(op))
+    return {};
+  auto score = dyn_cast<OpResult>(op->getOperand(0));
+  auto kernel = score ? dyn_cast<KernelOp>(score.getOwner()) : KernelOp();
+  if (!kernel)
+    return {};
+  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+  Value inner = yield.getValues()[score.getResultNumber()];
+  SaveOp found;
+  for (Operation *user : inner.getUsers()) {
+    auto save = dyn_cast<SaveOp>(user);
+    if (!save || save.getValue() != inner)
+      continue;
+    if (found)
+      return {}; // saved twice: leave both where they are
+    found = save;
+  }
+  if (!found)
+    return {};
+  Value field = found.getField();
+  auto type = cast<VTensorType>(field.getType());
+  if (!type.isPaged() || type.getInner(1) != 1 || type.getInner(2) != 1)
+    return {};
+  bool usedOutside = llvm::any_of(field.getUsers(), [&](Operation *u) {
+    return !kernel->isAncestor(u);
+  });
+  int64_t saves = llvm::count_if(field.getUsers(), [](Operation *u) {
+    return isa<SaveOp, WriteOp, FillOp>(u);
+  });
+  // The score must reach no other top-k (each would store it).
+  int64_t selections = llvm::count_if(score.getUsers(), [](Operation *u) {
+    return isa<TopKOp, ApproxTopKOp, TrtllmTopKOp>(u);
+  });
+  if (usedOutside || saves != 1 || selections != 1)
+    return {};
+  return found;
+}
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
@@ -150,6 +200,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.topkCtasPerSM = options.topkCtasPerSM;
   ctx.topkThreads = options.topkThreads;
   ctx.topkValueBins = options.topkValueBins;
+  ctx.topkSavesMinRows = options.topkSavesMinRows;
   ctx.envelopeIdentity = options.envelopeIdentity;
   ctx.streamingLoads = options.streamingLoads;
   ctx.sectorSlices = options.sectorSlices;
@@ -169,6 +220,11 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
     ctx.bufferOf[indexer.getArgument(2 + i)] = name.str();
     ctx.bufferOf[cache.getArgument(i)] = name.str();
   }
+
+  if (ctx.topkSavesMinRows >= 0)
+    for (Operation &op : indexer)
+      if (SaveOp save = deferrableSave(&op))
+        ctx.deferredSaves[&op] = save;
 
   std::string base = flow.getSymName().str();
   unsigned counter = 0;
@@ -227,6 +283,9 @@ struct ConvertVortexToGPUPass
       return bad("topk-ctas-per-sm", topkCtasPerSM,
                  "in [0, 8] (0: no bound; 8 CTAs of the top-k's 256 threads "
                  "leave 32 registers a thread)");
+    if (topkSavesMinRows < -1 || topkSavesMinRows > (int64_t{1} << 30))
+      return bad("topk-saves-min-rows", topkSavesMinRows,
+                 "-1 (never) or a row count in [0, 2^30]");
     if (!isTopKThreadsOption(topkThreads))
       return bad("topk-threads", topkThreads, "0 (planned), 128, 256 or 512");
     return success();
@@ -244,7 +303,7 @@ struct ConvertVortexToGPUPass
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
                           topkValueBins, envelopeIdentity, streamingLoads,
-                          sectorSlices,  envelopeMMA};
+                          sectorSlices,  envelopeMMA,      topkSavesMinRows};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

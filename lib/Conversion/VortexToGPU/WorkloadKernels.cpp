@@ -71,6 +71,9 @@ struct PendingStore {
   std::optional<double> fill; // vortex.fill
   VTensorType fillType;
   bool bySlot = false; // slotted field row: at slot_of_ptr[block id]
+  /// A save the top-k stores instead at more rows (FlowContext::
+  /// deferredSaves): stored only when the step's rows are few.
+  bool onlyFewRows = false;
 };
 
 /// Points `b` (the kernel's builder, which the tile emitters use) at where
@@ -210,6 +213,10 @@ private:
   int64_t groupsPerCTA = 1;
   /// The item being computed's row, and the mma fragments the loop carries.
   Value itemRow;
+  /// Whether the step's rows are at most saves_min_rows (the score kernel
+  /// stores the deferred saves), and that parameter; set where any is.
+  Value fewRows;
+  std::optional<unsigned> savesMinRowsArg;
   EnvelopeFragments mmaState;
 };
 
@@ -433,7 +440,8 @@ void TileKernel::collectIO() {
   for (Operation *op : ops) {
     if (auto save = dyn_cast<SaveOp>(op))
       stores.push_back({save.getValue(), ctx.bufferOf.lookup(save.getField()),
-                        true, false, false, false, std::nullopt, {}});
+                        true, false, false, false, std::nullopt, {}, false,
+                        ctx.isDeferred(save)});
     if (auto write = dyn_cast<WriteOp>(op))
       stores.push_back({write.getValue(),
                         ctx.bufferOf.lookup(write.getField()), true, false,
@@ -504,6 +512,13 @@ LogicalResult TileKernel::buildParams(SmallVector<Param> &params,
   params.push_back({statusBuf, true, i32});
   if (byBlock)
     params.push_back({abi::kNumBlocks.str(), false, {}});
+  savesMinRowsArg.reset();
+  if (llvm::any_of(stores,
+                   [](const PendingStore &s) { return s.onlyFewRows; })) {
+    savesMinRowsArg = params.size();
+    params.push_back(
+        {abi::kSavesMinRows.str(), false, i32, ctx.topkSavesMinRows});
+  }
 
   return success();
 }
@@ -651,6 +666,15 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
         if (st.byBlockId != byId)
           continue;
         Value memref = buffers.lookup(StringRef(st.buffer));
+        if (st.onlyFewRows) {
+          ge.ifThen(fewRows, [&](Gen &gf) {
+            auto guard3 = followInto(b, gf);
+            storeTile(*tv.first, tv.second, memref, blockId,
+                      cast<MemRefType>(memref.getType()).getElementType(),
+                      st.isScratch);
+          });
+          continue;
+        }
         Value at = st.bySlot       ? slotRow
                    : st.byBlockId  ? blockId
                    : st.batchedRow ? row
@@ -1294,6 +1318,9 @@ bool TileKernel::emitIndexerBody(gpu::GPUFuncOp func, Value scalarArg) {
   Value lastBlock = byBlock ? g.sub(numBlocksArg, g.i32(1)) : Value();
   Value indptr = func.getArgument(0), indices = func.getArgument(1);
   Value rows = g.toIndex(scalarArg);
+  if (savesMinRowsArg)
+    fewRows = g.cmpI(arith::CmpIPredicate::ule, scalarArg,
+                     func.getArgument(*savesMinRowsArg));
   // The chunks are cut from the extent of dense_kv_indices, which needs no
   // load, so the first ids and the row search issue at once. The CSR's end
   // must equal it (docs/contract.md); with any other value nothing is

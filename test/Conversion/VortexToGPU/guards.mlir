@@ -1,9 +1,11 @@
-// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=topk-saves-min-rows=-1 | FileCheck %s
 
 // The guards (docs/gpu.md "Guards"): kernels that address a paged tensor by
 // block id check every id against num_blocks, kernels that read the dense
 // CSR clamp it, and a failed check is recorded in the runtime's status
 // buffer: no host synchronization, nothing read or written out of bounds.
+// The saved field is stored by the score kernel here (topk-saves-min-rows
+// = -1); the top-k's guard of the ids it stores at is in topk-saves.mlir.
 
 !kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
 !q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>

@@ -57,17 +57,17 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // threads holding 2048 keys between them); no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, threads = 512 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 512 : i64, value_bin_candidates = 128 : i64}
 // CHECK: arith.fptoui
 // CHECK: scf.while
 // CHECK: scf.for
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t256(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, threads = 256 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 256 : i64, value_bin_candidates = 128 : i64}
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t128(
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 128 : i64, value_bin_candidates = 128 : i64}
 // topk-threads=128: that shape alone, one launch without a choice.
 // T128-LABEL: module attributes
 // T128-NOT: choice
@@ -75,7 +75,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // T128-NOT: indexer_topk_t
 // T128-LABEL: gpu.func @centroids_indexer_topk(
 // T128-SAME: known_block_size = array<i32: 128, 1, 1>
-// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, threads = 128 : i64, value_bin_candidates = 128 : i64}
+// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 128 : i64, value_bin_candidates = 128 : i64}
 // BADT: error: convert-vortex-to-gpu: topk-threads = 64 must be 0 (planned), 128, 256 or 512
 // topk-value-bins=false: the digit passes alone, no value-bin pass (no
 // score arithmetic between the key bounds and the first digit pass).

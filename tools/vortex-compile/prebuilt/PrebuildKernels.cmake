@@ -1,9 +1,9 @@
 #===- PrebuildKernels.cmake - Fill share/vortex/kernels (cmake -P) --------===#
 #
-#   cmake -DCOMPILER=vortex-compile -DSEED=topk-seed.mlir -DDIR=<dir>
+#   cmake -DCOMPILER=vortex-compile -DSEEDS="topk-seed.mlir;..." -DDIR=<dir>
 #         -DCHIPS="sm_80;sm_90" -P PrebuildKernels.cmake
 #
-# Compiles the seed flow for each chip into a fresh kernel cache and puts it
+# Compiles each seed flow for each chip into a fresh kernel cache and puts it
 # in place of DIR whole (a half-built directory is never left at DIR).
 # Without ptxas the entries are PTX only (LLVM's part of the compile); a
 # chip that fails to compile is warned about and skipped, as the entries
@@ -21,15 +21,17 @@ if(NOT PTXAS)
   message(STATUS "prebuilt kernels: no ptxas, PTX only")
 endif()
 foreach(chip IN LISTS CHIPS)
-  execute_process(
-    COMMAND "${COMPILER}" "${SEED}" "--target=${chip}" "-o" "${tmp}/out"
-            "--kernel-cache=${tmp}/kernels" "--prebuilt-kernels=none"
-            ${no_cubin}
-    RESULT_VARIABLE rc)
-  # Not fatal: without an entry a compile makes the kernel itself.
-  if(NOT rc EQUAL 0)
-    message(WARNING "prebuilt kernels: vortex-compile --target=${chip} failed (${rc}); none for ${chip}")
-  endif()
+  foreach(seed IN LISTS SEEDS)
+    execute_process(
+      COMMAND "${COMPILER}" "${seed}" "--target=${chip}" "-o" "${tmp}/out"
+              "--kernel-cache=${tmp}/kernels" "--prebuilt-kernels=none"
+              ${no_cubin}
+      RESULT_VARIABLE rc)
+    # Not fatal: without an entry a compile makes the kernel itself.
+    if(NOT rc EQUAL 0)
+      message(WARNING "prebuilt kernels: vortex-compile ${seed} --target=${chip} failed (${rc}); none from it for ${chip}")
+    endif()
+  endforeach()
 endforeach()
 if(EXISTS "${tmp}/kernels")
   file(RENAME "${tmp}/kernels" "${DIR}")
