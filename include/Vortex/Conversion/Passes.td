@@ -65,6 +65,11 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
       launches the first whose rows fit on the chip in one wave), or as
       the one `topk-threads` names. Before the digit passes it tries one
       pass of value bins (`topk-value-bins`). docs/gpu.md, "Top-k".
+    * A `vortex.save` of the score a `vortex.topk` reads, into a `[1, 1]`
+      field nothing else uses, is stored by the top-k when a step has more
+      rows than `topk-saves-min-rows`, else by the score kernel (both
+      kernels take the count as the manifest constant `saves_min_rows`).
+      docs/gpu.md, "Saves in the top-k".
     Values crossing kernels live in f32 scratch buffers. Each workload
     kernel is planned before it is emitted (lanes per block, narrow mode,
     hoisting, items per iteration, registers, CTA shape) and carries the
