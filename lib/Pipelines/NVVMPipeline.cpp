@@ -114,6 +114,13 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             std::to_string(options.topkThreads);
     return failure();
   }
+  if (options.topkSavesMinRows < -1 ||
+      options.topkSavesMinRows > (int64_t{1} << 30)) {
+    error = "topk-saves-min-rows must be -1 (never) or a row count in "
+            "[0, 2^30], got " +
+            std::to_string(options.topkSavesMinRows);
+    return failure();
+  }
   if (!llvm::is_contained({"isa", "bin", "fatbin", "llvm"},
                           StringRef(options.format))) {
     error = "unknown format '" + options.format.getValue() +
@@ -171,6 +178,7 @@ void vortex::buildVortexNVVMLowerStage(
                       parseSMVersion(options.chip).value_or(0) >= 80;
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
+  toGPU.topkSavesMinRows = options.topkSavesMinRows;
   pm.addPass(createConvertVortexToGPU(toGPU));
   if (options.chainLaunches) {
     VortexGPUChainLaunchesOptions chain;

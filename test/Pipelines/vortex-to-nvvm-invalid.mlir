@@ -12,6 +12,8 @@
 // RUN:   | FileCheck %s --check-prefix=OPT
 // RUN: not vortex-opt %s --vortex-to-nvvm='topk-threads=100' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TOPKT
+// RUN: not vortex-opt %s --vortex-to-nvvm='topk-saves-min-rows=-2' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SAVES
 // RUN: not vortex-opt %s --vortex-to-nvvm='format=offload' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FORMAT
 // RUN: not vortex-opt %s --vortex-to-nvvm 2>&1 \
@@ -23,6 +25,7 @@
 // OPT: error: opt-level must be 0, 1, 2 or 3, got 4
 // FORMAT: error: unknown format 'offload'; expected isa, bin, fatbin or llvm
 // TOPKT: error: topk-threads must be 0 (planned), 128, 256 or 512, got 100
+// SAVES: error: topk-saves-min-rows must be -1 (never) or a row count in [0, 2^30], got -2
 
 gpu.module @bad_kernels {
   gpu.func @wide_cluster(%x: memref<?xf32>) kernel {

@@ -135,6 +135,14 @@ static cl::opt<bool> topkValueBins(
              "faster, docs/gpu.md)"),
     cl::init(true), cl::cat(category));
 
+static cl::opt<int64_t> topkSavesMinRows(
+    "topk-saves-min-rows",
+    cl::desc("A saved score the top-k selects on is stored by the top-k in "
+             "a step of more rows than this, else by the score kernel "
+             "(docs/gpu.md, \"Saves in the top-k\"; -1: always the score "
+             "kernel)"),
+    cl::init(8), cl::cat(category));
+
 static cl::opt<std::string> kernelCache(
     "kernel-cache",
     cl::desc("Keep each kernel's PTX and cubin in this directory and reuse "
@@ -725,6 +733,7 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.chainLaunches = !noChainLaunches;
   options.topkThreads = topkThreads;
   options.topkValueBins = topkValueBins;
+  options.topkSavesMinRows = topkSavesMinRows;
   options.kernelCache = kernelCache;
   if (failed(resolvePrebuiltKernels(options.prebuiltKernels)))
     return failure();

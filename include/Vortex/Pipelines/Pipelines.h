@@ -105,6 +105,12 @@ struct VortexNVVMPipelineOptions
                      "digit passes (convert-vortex-to-gpu; false: smaller "
                      "kernels that compile faster)"),
       llvm::cl::init(true)};
+  Option<int64_t> topkSavesMinRows{
+      *this, "topk-saves-min-rows",
+      llvm::cl::desc("A saved score is stored by the top-k in a step of "
+                     "more rows than this, else by the score kernel "
+                     "(convert-vortex-to-gpu; -1: always the score kernel)"),
+      llvm::cl::init(8)};
   Option<std::string> kernelCache{
       *this, "kernel-cache",
       llvm::cl::desc("Keep each kernel's PTX in this directory and reuse it "
