@@ -114,8 +114,7 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             std::to_string(options.topkThreads);
     return failure();
   }
-  if (options.topkSavesMinRows < -1 ||
-      options.topkSavesMinRows > (int64_t{1} << 30)) {
+  if (!isTopKSavesMinRowsOption(options.topkSavesMinRows)) {
     error = "topk-saves-min-rows must be -1 (never) or a row count in "
             "[0, 2^30], got " +
             std::to_string(options.topkSavesMinRows);

@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import reference as ref
-from .manifest import Manifest
+from .manifest import DTYPES, Manifest
 from .runtime import load as load_gpu
 
 POISON = -7
@@ -172,8 +172,9 @@ def check_flow(path: str, args, torch) -> List[str]:
             saves = saved_fields(m, spec)
             for f in saves:
                 t[f] = torch.full((total + 11, 1, 1), POISON,
-                                  dtype=getattr(torch, m.tensors[f].torch_dtype
-                                                .split(".")[1]), device=dev)
+                                  dtype=getattr(torch,
+                                                DTYPES[m.tensors[f].dtype][0]),
+                                  device=dev)
             scratch_bytes, launches = flow.plan(
                 "indexer", t, kernels=[spec.kernel])
             if len(scratch_bytes) != 1 or len(launches) != 1:

@@ -18,6 +18,12 @@ inline bool isTopKThreadsOption(int64_t threads) {
   return threads == 0 || llvm::is_contained(kTopKThreads, threads);
 }
 
+/// Whether `rows` is a valid `topk-saves-min-rows` option: -1 (saves stay in
+/// the score kernel) or a row count a launch can have.
+inline bool isTopKSavesMinRowsOption(int64_t rows) {
+  return rows >= -1 && rows <= (int64_t{1} << 30);
+}
+
 #define GEN_PASS_DECL
 #include "Vortex/Conversion/Passes.h.inc"
 

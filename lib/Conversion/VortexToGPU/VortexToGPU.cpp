@@ -283,7 +283,7 @@ struct ConvertVortexToGPUPass
       return bad("topk-ctas-per-sm", topkCtasPerSM,
                  "in [0, 8] (0: no bound; 8 CTAs of the top-k's 256 threads "
                  "leave 32 registers a thread)");
-    if (topkSavesMinRows < -1 || topkSavesMinRows > (int64_t{1} << 30))
+    if (!isTopKSavesMinRowsOption(topkSavesMinRows))
       return bad("topk-saves-min-rows", topkSavesMinRows,
                  "-1 (never) or a row count in [0, 2^30]");
     if (!isTopKThreadsOption(topkThreads))

@@ -666,23 +666,24 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
         if (st.byBlockId != byId)
           continue;
         Value memref = buffers.lookup(StringRef(st.buffer));
-        if (st.onlyFewRows) {
-          ge.ifThen(fewRows, [&](Gen &gf) {
-            auto guard3 = followInto(b, gf);
-            storeTile(*tv.first, tv.second, memref, blockId,
-                      cast<MemRefType>(memref.getType()).getElementType(),
-                      st.isScratch);
-          });
-          continue;
-        }
         Value at = st.bySlot       ? slotRow
                    : st.byBlockId  ? blockId
                    : st.batchedRow ? row
                    : st.sharedRow  ? ge.idx(0)
                                    : pos;
-        storeTile(*tv.first, tv.second, memref, at,
-                  cast<MemRefType>(memref.getType()).getElementType(),
-                  st.isScratch);
+        auto store = [&] {
+          storeTile(*tv.first, tv.second, memref, at,
+                    cast<MemRefType>(memref.getType()).getElementType(),
+                    st.isScratch);
+        };
+        if (!st.onlyFewRows) {
+          store();
+          continue;
+        }
+        ge.ifThen(fewRows, [&](Gen &gf) {
+          auto guard3 = followInto(b, gf);
+          store();
+        });
       }
     };
     emit(gs, false);
