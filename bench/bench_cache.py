@@ -3,7 +3,7 @@
 "fp8 KV"): the cache kernel reads every completed block's k, so its floor
 is the k bytes over the copy bandwidth.
 
-    PYTHONPATH=python python3 bench/bench_cache.py MANIFEST... [--blocks 65536]
+    python3 bench/bench_cache.py MANIFEST... [--blocks 65536]
 
 Each manifest's cache step over --blocks completed blocks (random ids of a
 pool twice that size), captured in a CUDA graph, L2 flushed before each
@@ -13,17 +13,14 @@ replay; median of --reps CUDA-event timings.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 
-import torch  # noqa: E402
+import torch
 
-import vortex  # noqa: E402
-from vortex.manifest import DTYPES, Manifest  # noqa: E402
+import vortex
+from vortex.manifest import DTYPES, Manifest
 
 
 def main() -> int:

@@ -25,16 +25,13 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "python"))
 
-from bench_indexer import (Sets, copy_bandwidth, graph_of, l2_bytes,  # noqa: E402
+from bench_indexer import (Sets, copy_bandwidth, graph_of, l2_bytes,
                            run_ours, score_floor_bytes, time_cuda,
                            topk_floor_bytes)
-from vortex import reference as npref  # noqa: E402
-from vortex import runtime  # noqa: E402
-from vortex.manifest import Manifest, budget  # noqa: E402
+from vortex import reference as npref
+from vortex import runtime
+from vortex.manifest import Manifest, budget
 
 
 def main(argv=None) -> int:

@@ -75,17 +75,15 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 
-import torch  # noqa: E402
+import torch
 
-from vortex import reference as npref  # noqa: E402
-from vortex import runtime  # noqa: E402
-from vortex import eager  # noqa: E402
-from vortex.manifest import DTYPES, Manifest, budget  # noqa: E402
+from vortex import reference as npref
+from vortex import runtime
+from vortex import eager
+from vortex.manifest import DTYPES, Manifest, budget
 
-import peers  # noqa: E402  (bench/peers.py)
+import peers  # bench/peers.py
 
 
 def _torch_dtype(name: str) -> torch.dtype:

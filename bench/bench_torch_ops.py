@@ -2,7 +2,7 @@
 """Host and GPU cost of one indexer step through the torch op
 (docs/benchmarks.md, "Torch ops").
 
-    PYTHONPATH=python python3 bench/bench_torch_ops.py --artifacts DIR \
+    python3 bench/bench_torch_ops.py --artifacts DIR \
         [--flows block_sparse_attention_k64_g8] [--batch 1 64]
 
 For each manifest and batch size B (rows = B x --heads, every row --blocks
@@ -35,14 +35,12 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 
-import torch  # noqa: E402
+import torch
 
-import vortex  # noqa: E402
-from vortex import native  # noqa: E402
-from vortex.manifest import DTYPES, Manifest  # noqa: E402
+import vortex
+from vortex import native
+from vortex.manifest import DTYPES, Manifest
 
 _FLUSH = None
 

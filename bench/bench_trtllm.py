@@ -1,7 +1,7 @@
 """The trtllm selection on the GPU (TopK(k) + Union) against torch.topk
 plus a torch union, in one process, on the same data, both in CUDA graphs.
 
-    PYTHONPATH=python python3 bench/bench_trtllm.py \
+    python3 bench/bench_trtllm.py \
         .device-artifacts/trtllm/trtllm_block_sparse_attention_g8.manifest.json \
         [--batch 1 8 64] [--heads 8] [--n 2048] [--reps 20]
 
@@ -24,19 +24,17 @@ two float32 score computations round apart).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_indexer import (Sets, compare_selection, graph_of,  # noqa: E402
+from bench_indexer import (Sets, compare_selection, graph_of,
                            l2_bytes, run_ours, time_cuda)
 
-from vortex import reference as npref  # noqa: E402
-from vortex import runtime  # noqa: E402
-from vortex.manifest import Manifest  # noqa: E402
+from vortex import reference as npref
+from vortex import runtime
+from vortex.manifest import Manifest
 
 K_STEPS = 16
 K_MEAN, K_MAX = 32, 16  # the flow's TopK(k) (test/Python/Inputs/trtllm_flow.py)

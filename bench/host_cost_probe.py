@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the host time of an eager step goes (docs/benchmarks.md).
 
-    PYTHONPATH=python python3 bench/host_cost_probe.py --manifest M.json
+    python3 bench/host_cost_probe.py --manifest M.json
 
 Per call, median of 10 bursts of --calls calls (GPU work queued, a sync
 between bursts only), for one flow at B = 1 (8 rows of 2048 blocks):
@@ -15,19 +15,15 @@ aten launch) as a yardstick.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
-sys.path.insert(0, _HERE)
 
-import torch  # noqa: E402
+import torch
 
-import vortex  # noqa: E402
-from bench_torch_ops import indexer_problem  # noqa: E402
+import vortex
+from bench_torch_ops import indexer_problem
 
 
 def per_call(fn, calls: int, bursts: int = 10) -> float:

@@ -2,7 +2,7 @@
 """The eager indexer step's host cost, measured repeatedly (issue 7's
 target: <= 10 us per step at B = 1 and B = 64).
 
-    PYTHONPATH=python python3 bench/host_cost_repeat.py --artifacts DIR
+    python3 bench/host_cost_repeat.py --artifacts DIR
 
 For each flow and B (8 KV heads, rows of 2048 blocks, caller-owned
 outputs), `--runs` interleaved measurements, each the median burst of 10
@@ -20,15 +20,12 @@ import os
 import statistics
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, _HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 
-import torch  # noqa: E402
+import torch
 
-import vortex  # noqa: E402
-from bench_torch_ops import host_us, indexer_problem  # noqa: E402
-from vortex.manifest import Manifest  # noqa: E402
+import vortex
+from bench_torch_ops import host_us, indexer_problem
+from vortex.manifest import Manifest
 
 
 def setup(path: str, B: int, heads: int, n: int):

@@ -15,18 +15,14 @@ random pool (bench_torch_ops.indexer_problem).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
-sys.path.insert(0, _HERE)
 
-import torch  # noqa: E402
+import torch
 
-import vortex  # noqa: E402
-from vortex.manifest import Manifest  # noqa: E402
-from bench_torch_ops import indexer_problem  # noqa: E402
+import vortex
+from vortex.manifest import Manifest
+from bench_torch_ops import indexer_problem
 
 
 def main() -> int:

@@ -75,7 +75,7 @@ for base in gqa_quest_sparse_attention block_sparse_attention \
 done
 # From Python: python -m vortex compile (trace, verify, vortex-compile).
 py() { # vortex-compile-args... : python -m vortex compile with the CLI
-  PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+  VORTEX_COMPILE="$BIN/vortex-compile" \
     VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
     -o "$OUT/py" "$@" >&2
 }
@@ -104,10 +104,10 @@ if [ "${VORTEX_ONLY:-}" != bench ]; then
   for src in "$ROOT"/examples/*.mlir; do
     base="$(basename "$src" .mlir)"
     [ "$base" = gqa_quest_sparse_attention_g5 ] && continue
-    PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+    VORTEX_COMPILE="$BIN/vortex-compile" \
       VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
       -o "$OUT/fp8" --flow "$base" --kv-dtype f8E4M3FN --q-dtype bf16 --name "${base}_e4m3_g8" >&2
-    PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+    VORTEX_COMPILE="$BIN/vortex-compile" \
       VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
       -o "$OUT/fp8" --flow "$base" --group-size 5 --kv-dtype f8E5M2 --q-dtype bf16 \
       --name "${base}_e5m2_g5" >&2
@@ -116,7 +116,7 @@ fi
 # The trtllm selection (TopK(k) + Union), from its Python flow.
 if [ "${VORTEX_ONLY:-}" != bench ]; then
   mkdir -p "$OUT/trtllm"
-  PYTHONPATH="$ROOT/python" VORTEX_COMPILE="$BIN/vortex-compile" \
+  VORTEX_COMPILE="$BIN/vortex-compile" \
     VORTEX_OPT="$BIN/vortex-opt" python3 -m vortex compile --target "$CHIP" \
     -o "$OUT/trtllm" "$ROOT/test/Python/Inputs/trtllm_flow.py" \
     --flow trtllm_block_sparse_attention --group-size 8 \

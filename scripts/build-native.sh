@@ -7,10 +7,16 @@
 # CUDA build of torch, the CUDA toolkit and ninja, not a GPU) into its cache
 # directory ($VORTEX_NATIVE_DIR, else ~/.cache/vortex/native/...) and prints
 # the path of the built module. Exits non-zero, with the compiler's output,
-# when the build fails. PYTHON picks the interpreter (default python3).
+# when the build fails. PYTHON picks the interpreter (default python3),
+# which must have the vortex package installed (docs/python.md).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
-exec "${PYTHON:-python3}" -m vortex.native "$@"
+PY="${PYTHON:-python3}"
+"$PY" -c 'import vortex' 2>/dev/null || {
+  echo "build-native: the vortex package is not installed for $PY:" \
+       "pip install --no-build-isolation -e . (VORTEX_RUNTIME_ONLY=1 on a" \
+       "machine without MLIR)" >&2
+  exit 1
+}
+exec "$PY" -m vortex.native "$@"

@@ -17,6 +17,11 @@ BUILD_DIR="${VORTEX_BUILD_DIR:-$ROOT/build}"
 LLVM_PREFIX="${LLVM_PREFIX:-/usr/lib/llvm-22}"
 
 if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  if [ ! -f "$LLVM_PREFIX/lib/cmake/mlir/MLIRConfig.cmake" ]; then
+    echo "[build] error: MLIR 22 not found ($LLVM_PREFIX/lib/cmake/mlir):" \
+         "run scripts/setup.sh (or set LLVM_PREFIX)" >&2
+    exit 1
+  fi
   echo "[build] configuring $BUILD_DIR" >&2
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
     -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \

@@ -8,8 +8,9 @@
 #     mlir-tblgen, mlir-opt, FileCheck, not and lit (/usr/lib/llvm-22/bin/lit);
 #   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
 #     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
-#   - python3 with numpy and torch 2.13.0 (pip's wheel, the CPU build
-#     is enough), for the tests that use them;
+#   - python3 with numpy, scikit-build-core (the package's build backend)
+#     and torch 2.13.0 (pip's wheel, the CPU build is enough), for the
+#     tests that use them;
 #   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also clang-22 and
 #     libclang-rt-22-dev (the ASan/UBSan runtimes and libFuzzer), for
 #     scripts/test-sanitizers.sh and scripts/fuzz.sh; llvm-symbolizer comes
@@ -117,6 +118,14 @@ if ! python3 -c 'import numpy' >/dev/null 2>&1; then
   python3 -m pip install --quiet numpy 2>/dev/null || apt_install python3-numpy
   python3 -c 'import numpy' >/dev/null 2>&1 \
     || die "numpy is not importable by $(command -v python3)"
+fi
+
+# scikit-build-core: the build backend of pyproject.toml (pip install
+# --no-build-isolation . uses the one installed here).
+if ! python3 -c 'import scikit_build_core' >/dev/null 2>&1; then
+  log "installing scikit-build-core for $(command -v python3)"
+  python3 -m pip install --quiet "scikit-build-core>=0.10" \
+    || die "cannot install scikit-build-core with pip"
 fi
 
 # torch (the torch-op tests, test/Python/torch_*.py): pip's wheel, pinned.

@@ -5,7 +5,9 @@
 #
 # 1. scripts/setup.sh: installs what is missing (quick when nothing is);
 #    --no-setup skips it.
-# 2. scripts/build.sh: configures ./build if needed and builds everything.
+# 2. scripts/build.sh: configures ./build if needed and builds everything;
+#    scripts/install.sh installs the package from this checkout (pip
+#    install -e .) unless it is already.
 # 3. ninja -C build check-vortex: builds the test tools and runs lit on
 #    test/.
 # Ends with one line `N passed, M failed[, K skipped]` read off lit's summary,
@@ -32,6 +34,14 @@ if [ "$run_setup" -eq 1 ]; then
 fi
 
 bash "$ROOT/scripts/build.sh"
+
+# The Python tests import the installed package: this checkout's, installed
+# editable (scripts/install.sh) unless it is already.
+installed=$(python3 -c 'import os, vortex; print(os.path.dirname(
+  os.path.realpath(vortex.__file__)))' 2>/dev/null || true)
+if [ "$installed" != "$(realpath "$ROOT/python/vortex")" ]; then
+  bash "$ROOT/scripts/install.sh"
+fi
 
 log="$(mktemp "${TMPDIR:-/tmp}/vortex-check.XXXXXX")"
 trap 'rm -f "$log"' EXIT

@@ -47,9 +47,13 @@ config.environment["VORTEX_PREBUILT_KERNELS"] = ""
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.vortex_tools_dir, append_path=True)
-llvm_config.with_environment("PYTHONPATH",
-                             os.path.join(config.vortex_src_root, "python"),
-                             append_path=True)
+# The Python tests import the installed package (pip install -e .), and its
+# compiles run this build's tools (the environment variables are the
+# package's overrides).
+config.environment["VORTEX_COMPILE"] = os.path.join(config.vortex_tools_dir,
+                                                    "vortex-compile")
+config.environment["VORTEX_OPT"] = os.path.join(config.vortex_tools_dir,
+                                                "vortex-opt")
 
 tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
 tools = ["vortex-opt", "vortex-compile", "vortex-capi-test", "vortex-fuzz"]
@@ -103,3 +107,24 @@ for _module in ("numpy", "torch"):
                                   stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL).returncode == 0:
         config.available_features.add(_module)
+# A CPU-only torch (the CI's): the refusal of a CUDA flow is tested there.
+if _python and "torch" in config.available_features and subprocess.run(
+        [_python, "-c", "import sys, torch; sys.exit(torch.version.cuda is not None)"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch-cpu-only")
+# The package the Python tests import must be this checkout's: a suite that
+# tested another copy would pass or fail for the wrong code.
+if _python and "numpy" in config.available_features:
+    _want = os.path.join(config.vortex_src_root, "python", "vortex")
+    _found = subprocess.run(
+        [_python, "-c", "import os, vortex; "
+         "print(os.path.dirname(os.path.realpath(vortex.__file__)))"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    _got = _found.stdout.strip() if _found.returncode == 0 else None
+    if _got != os.path.realpath(_want):
+        lit_config.fatal(
+            "%s imports the vortex package from %s, not from this checkout: "
+            "pip install --no-build-isolation -e %s"
+            % (_python, _got or "nowhere (it is not installed)",
+               config.vortex_src_root))

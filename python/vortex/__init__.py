@@ -10,7 +10,10 @@
 `load` reads a manifest and registers one torch op per step under
 `torch.ops.vortex` (CPU impl: the shared object; CUDA impl: the cubin).
 `compile_flow` is the numpy API of the CPU path; `vortex.reference` is an
-independent float64 numpy model of the semantics (docs/contract.md).
+independent float64 numpy model of the semantics (docs/contract.md). A
+missing piece of the machine's setup raises `SetupError`, one line that
+says how to fix it. The checks (problem generators, torch-op and GPU
+checks, the demo) live apart, in `vortex.testing`.
 
 Flows written as vortex_torch modules (`vortex.flow`, `vortex.indexer`,
 `vortex.cache`, `vortex.abs`; the shipped ones in `vortex.flows`) are traced
@@ -19,6 +22,7 @@ FlowConfig(...), target=...)`; see `vortex.frontend`.
 """
 
 from .compiler import VortexCompileError, find_tool
+from .environment import SetupError
 from .cpu import CompiledFlow, FlowInfo, compile_flow
 # The Python front end: vortex_torch-style flows. Its `compile` takes IR as
 # compiler.compile does and also a vFlow (instance, class or registered
@@ -39,6 +43,6 @@ def load(manifest_path, device=None, params=None, debug=None):
 
 
 __all__ = ["CompiledFlow", "FlowCheckError", "FlowConfig", "FlowError",
-           "FlowInfo",
+           "FlowInfo", "SetupError",
            "VortexCompileError", "compile", "compile_flow", "find_tool",
            "load", "trace"]

@@ -4,6 +4,7 @@
     python -m vortex compile --flow block_sparse_attention   # a shipped flow
     python -m vortex trace flows.py --flow NAME --group-size 5
     python -m vortex list [flows.py]
+    python -m vortex demo [examples/<flow>.mlir]   # the README's main job
 
 `FILE` is a Python flow module (run so that its @register decorators run)
 or a .mlir file (compiled as it is). Without FILE, `--flow` names a shipped
@@ -148,15 +149,34 @@ def _run(args) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from .compiler import VortexCompileError
     from .flow import FlowInitError, FlowLoadError, RegistryError
     from .frontend.errors import FlowError
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["demo"]:
+        from .testing import demo
+        return _guarded(lambda: demo.main(argv[1:]))
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
-    except (FlowError, VortexCompileError, FlowLoadError, FlowInitError,
-            RegistryError, FileNotFoundError, ValueError) as err:
+        return _guarded(lambda: _run(args))
+    except (FlowError, FlowLoadError, FlowInitError, RegistryError,
+            FileNotFoundError, ValueError) as err:
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+
+def _guarded(run) -> int:
+    """Setup failures as their one line; a failed compile as the tool's
+    own diagnostics (the command line is in the exception's message)."""
+    from .compiler import VortexCompileError
+    from .environment import SetupError
+    try:
+        return run()
+    except SetupError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except VortexCompileError as err:
+        print(err.diagnostics or f"VortexCompileError: {err}",
+              file=sys.stderr)
         return 1
 
 

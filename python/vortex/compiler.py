@@ -23,21 +23,30 @@ import subprocess
 import tempfile
 from typing import Optional, Sequence
 
-__all__ = ["VortexCompileError", "cache_dir", "compile", "find_tool",
-           "kernel_cache_dir", "kernel_cache_limit"]
+from .environment import SetupError, install_prefix, source_root
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+__all__ = ["ToolMissingError", "VortexCompileError", "cache_dir", "compile",
+           "find_tool", "kernel_cache_dir", "kernel_cache_limit"]
 
 
 class VortexCompileError(RuntimeError):
     """A compile step failed; the message carries the command and the
-    tool's output."""
+    tool's output, `diagnostics` the tool's output alone."""
+
+    def __init__(self, message: str, diagnostics: str = "") -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+class ToolMissingError(VortexCompileError, SetupError):
+    """vortex-compile or vortex-opt is not installed."""
 
 
 def find_tool(name: str) -> str:
     """Locate `vortex-compile` or `vortex-opt`: $VORTEX_COMPILE /
-    $VORTEX_OPT, else build/bin of this repository, else PATH."""
+    $VORTEX_OPT, else the build tree of the source checkout this package
+    runs from ($VORTEX_BUILD_DIR, else <checkout>/build), else the tools
+    `pip install` put in the environment (<prefix>/bin), else PATH."""
     if name not in ("vortex-compile", "vortex-opt"):
         raise ValueError(f"unknown tool {name!r}")
     env_name = "VORTEX_" + name.split("-")[1].upper()
@@ -52,17 +61,25 @@ def find_tool(name: str) -> str:
         found = shutil.which(env)
         if found:
             return found
-        raise VortexCompileError(f"{env_name}={env!r} is not an executable")
-    build = os.environ.get("VORTEX_BUILD_DIR",
-                           os.path.join(_REPO_ROOT, "build"))
-    local = os.path.join(build, "bin", name)
-    if usable(local):
-        return local
+        raise ToolMissingError(f"{env_name}={env!r} is not an executable: "
+                               f"unset {env_name}, or point it at {name}")
+    candidates = []
+    root = source_root()
+    if root:
+        build = os.environ.get("VORTEX_BUILD_DIR",
+                               os.path.join(root, "build"))
+        candidates.append(os.path.join(build, "bin", name))
+    candidates.append(os.path.join(install_prefix(), "bin", name))
+    for path in candidates:
+        if usable(path):
+            return path
     found = shutil.which(name)
     if found:
         return found
-    raise VortexCompileError(f"{name} not found: set {env_name}, build it "
-                             f"({local}), or put it on PATH")
+    raise ToolMissingError(
+        f"{name} not found (looked in {', '.join(candidates)} and PATH): "
+        "pip install . in the Vortex checkout (scripts/setup.sh installs "
+        f"MLIR 22 first), or set {env_name}")
 
 
 def _quote(s: str) -> str:
@@ -78,7 +95,8 @@ def run_tool(cmd: Sequence[str], what: str, stdin: Optional[str] = None) -> str:
     if proc.returncode != 0:
         raise VortexCompileError(
             f"{what} failed (exit {proc.returncode}): "
-            f"{' '.join(_quote(c) for c in cmd)}\n{proc.stderr.strip()}")
+            f"{' '.join(_quote(c) for c in cmd)}\n{proc.stderr.strip()}",
+            proc.stderr.strip())
     return proc.stdout
 
 

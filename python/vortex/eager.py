@@ -27,13 +27,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-import torch
-
 from . import torch_reference as tr
 from .abs.context_base import ContextBase, Mode
 from .abs.parameter import Parameter
 from .abs.tensor import FORMAT
+from .environment import import_torch
 from .manifest import budget_rule
+
+torch = import_torch()
 
 __all__ = ["EagerTensor", "cache_step", "execute", "flow_for", "indexer"]
 

@@ -32,12 +32,13 @@ import os
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-import torch
-
 from . import native
 from .cpu import CPUFlow
+from .environment import import_torch
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
                        check_slots)
+
+torch = import_torch()
 
 __all__ = ["Flow", "load", "registered_ops"]
 

@@ -40,6 +40,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .environment import require_cuda
 from .manifest import (DTYPES, KernelSpec, Manifest, buffer_bytes,
                        choose_launches, grid_size, validate_step)
 
@@ -312,10 +313,10 @@ class CompiledFlowGPU:
 
     def __init__(self, manifest: Manifest, device: Optional[int] = None,
                  prefer: str = "cubin"):
-        import torch  # the GPU machine's torch; imported only here
         if manifest.backend != "cuda":
             raise ValueError(f"{manifest.flow}: a {manifest.backend} "
                              "manifest, not a CUDA one")
+        torch = require_cuda(manifest.flow)  # imported only here
         if prefer not in ("cubin", "ptx"):
             raise ValueError(f"prefer must be 'cubin' or 'ptx', not {prefer!r}")
         self._torch = torch
@@ -327,8 +328,6 @@ class CompiledFlowGPU:
         # Launch the manifest's pdl kernels chained (docs/gpu.md "Chained
         # launches"); plans made after a change follow it.
         self.chain_launches = chain_launches_default()
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device")
         self._check_ptx()
         self.device_index = (torch.cuda.current_device() if device is None
                              else int(device))

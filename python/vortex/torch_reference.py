@@ -42,10 +42,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
-import torch
-
+from .environment import import_torch
 from .manifest import budget_rule
 from .reference import Config
+
+torch = import_torch()
 
 __all__ = ["Config", "Layout", "config_from_manifest", "conv1d_rows",
            "gather", "interleave", "make_layout", "mask_slice",

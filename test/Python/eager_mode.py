@@ -13,7 +13,8 @@ import sys
 
 import torch
 
-from vortex import eager, gpu_check, testing
+from vortex import eager, testing
+from vortex.testing import gpu_check
 from vortex.flow import get
 from vortex import flows  # noqa: F401  (registers the shipped flows)
 

@@ -8,12 +8,12 @@
 # the float64 numpy reference (vortex.reference.FLOWS): a cache step on
 # every row block, then indexer steps with fresh queries (one more for
 # flows that save state); fields to rtol = atol = 1e-5, the selection up to
-# ties (vortex.torch_testing.check_numerics). Rows: empty, one block,
+# ties (vortex.testing.torch_checks.check_numerics). Rows: empty, one block,
 # within budget, just and well over it, past the ratio term.
 
 import vortex
 from vortex import flows, testing
-from vortex import torch_testing as tt
+from vortex.testing import torch_checks as tt
 
 tally = testing.Tally()
 names = sorted(flows.SHIPPED)

@@ -29,7 +29,7 @@ import time
 import vortex
 from vortex import reference as ref
 from vortex import testing
-from vortex import torch_testing as tt
+from vortex.testing import torch_checks as tt
 from vortex.flow import build_vflow
 from vortex.frontend import FlowConfig
 from vortex.frontend.verify import canonical_ir

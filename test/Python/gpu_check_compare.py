@@ -1,14 +1,15 @@
 # RUN: %python %s
 # REQUIRES: numpy, torch
 #
-# The H100 check's judges (vortex.gpu_check.compare_selection and
+# The H100 check's judges (vortex.testing.gpu_check.compare_selection and
 # compare_exact) run on the CPU here: they accept the numpy reference's own
 # selection and a tie swap, and name each kind of wrong selection. Without
 # this, a bug in a judge shows up only on the GPU machine.
 
 import numpy as np
 
-from vortex import gpu_check, testing
+from vortex import testing
+from vortex.testing import gpu_check
 from vortex import reference as npref
 
 report = testing.Tally()

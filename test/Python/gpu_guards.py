@@ -9,7 +9,7 @@
 # parameter becomes the memref descriptor of that address; the status words
 # decode to a message naming the tensor; a manifest listing the status
 # tensor as a step argument is refused. The H100 behaviour is in
-# docs/measurements/ (vortex.gpu_torch_check, "guards").
+# docs/measurements/ (vortex.testing.gpu_torch_check, "guards").
 
 import ctypes
 import json

@@ -1,7 +1,7 @@
 # RUN: %python %s
 # REQUIRES: numpy, torch
 #
-# vortex.gpu_topk_check's parts that need no GPU: its score patterns hold
+# vortex.testing.gpu_topk_check's parts that need no GPU: its score patterns hold
 # what their names say (the value-bin and digit-pass paths each get rows
 # they must take), its row lengths reach the budget's edges and the keys a
 # CTA holds, and its judge accepts the reference's own selection and names
@@ -10,7 +10,7 @@
 
 import numpy as np
 
-from vortex import gpu_topk_check as tc
+from vortex.testing import gpu_topk_check as tc
 from vortex import reference as ref
 from vortex import testing
 

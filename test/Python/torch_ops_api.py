@@ -35,7 +35,7 @@ import torch
 
 import vortex
 from vortex import ops
-from vortex import torch_testing as tt
+from vortex.testing import torch_checks as tt
 from vortex.testing import Tally
 
 tally = Tally()
@@ -76,7 +76,7 @@ for n, f in flows.items():
 
 CHILD = r"""
 import json, sys, vortex
-from vortex import torch_testing as tt
+from vortex.testing import torch_checks as tt
 out = {}
 for n in tt.SHIPPED_FLOWS:
     f = vortex.load(vortex.compile(tt.example_path(n), target="cpu"))

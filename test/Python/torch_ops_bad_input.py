@@ -25,7 +25,7 @@
 
 import torch
 
-from vortex import torch_testing as tt
+from vortex.testing import torch_checks as tt
 from vortex.testing import Tally
 
 tally = Tally()

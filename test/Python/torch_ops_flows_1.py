@@ -2,11 +2,11 @@
 # REQUIRES: torch, numpy
 #
 # The shipped flows as torch ops on the CPU impl, shard 1 of 4 (lit runs
-# the shards in parallel; vortex.torch_testing.FLOW_SHARDS lists them and
+# the shards in parallel; vortex.testing.torch_checks.FLOW_SHARDS lists them and
 # every shard checks that together they cover all of examples/):
 #   gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
 #   gqa_quest_sparse_attention_g5, h2o_sparse_attention.
-# Per flow (vortex.torch_testing.check_flow):
+# Per flow (vortex.testing.torch_checks.check_flow):
 #   - torch.library.opcheck passes for the indexer and the cache op (schema,
 #     autograd registration, fake tensor, AOT dispatch with dynamic shapes);
 #   - torch.compile(fullgraph=True) of functions calling flow.indexer,
@@ -19,6 +19,6 @@
 #     rtol = atol = 1e-5, the selection up to ties. Rows: empty, one block,
 #     within budget, just and well over it.
 
-from vortex import torch_testing
+from vortex.testing import torch_checks
 
-torch_testing.main_shard(1)
+torch_checks.main_shard(1)

@@ -355,7 +355,8 @@ static FailureOr<std::string> requirePtxas(StringRef toolkit) {
   fail("ptxas not found (looked in " +
        (toolkit.empty() ? std::string("no CUDA toolkit")
                         : toolkit.str() + "/bin") +
-       " and $PATH): pass --cuda-path=<CUDA toolkit>, or --no-cubin to "
+       " and $PATH): install the CUDA toolkit and pass "
+       "--cuda-path=<toolkit> (or set CUDA_HOME), or pass --no-cubin to "
        "write only the PTX");
   return failure();
 }

@@ -35,7 +35,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import List, Optional
 
-__all__ = ["SOURCE", "build_directory", "load", "unavailable_reason"]
+__all__ = ["SOURCE", "build_directory", "failure_detail", "load",
+           "unavailable_reason"]
 
 SOURCE = Path(__file__).resolve().with_name("launcher.cpp")
 _NAME = "vortex_native"
@@ -47,6 +48,13 @@ _lock = threading.Lock()
 _module: Optional[ModuleType] = None
 _failure: Optional[str] = None  # a build or import failure, remembered
 _reason: Optional[str] = None   # why the last load returned None
+_failure_detail: Optional[str] = None  # the build's whole output
+
+
+def failure_detail() -> Optional[str]:
+    """The whole compiler or import output of a failed build (None when
+    no build failed)."""
+    return _failure_detail
 
 
 def unavailable_reason() -> Optional[str]:
@@ -134,10 +142,11 @@ def load(build: bool = True, verbose: bool = False) -> Optional[ModuleType]:
         try:
             import torch
         except ImportError as err:
-            return _unavailable(f"cannot import torch: {err}")
+            return _unavailable(f"torch is not installed ({err}): pip "
+                                "install torch (a CUDA build)")
         if torch.version.cuda is None:
-            return _unavailable(f"torch {torch.__version__} is not a CUDA "
-                                "build (torch.version.cuda is None)")
+            return _unavailable(f"torch {torch.__version__} is a CPU-only "
+                                "build: pip install torch (a CUDA build)")
         try:
             build_dir = build_directory()
             module = _load_built(build_dir)
@@ -147,8 +156,13 @@ def load(build: bool = True, verbose: bool = False) -> Optional[ModuleType]:
             if module is None:
                 module = _build(build_dir, verbose)
         except Exception as err:  # compiler, ninja, import: keep the text
-            _failure = (f"building {SOURCE.name} failed: "
-                        f"{type(err).__name__}: {err}")
+            global _failure_detail
+            _failure_detail = f"{type(err).__name__}: {err}"
+            first = str(err).strip().splitlines()[:1] or [type(err).__name__]
+            _failure = (f"building {SOURCE.name} failed ({first[0][:200]}): "
+                        "install the CUDA toolkit (nvcc) and ninja, then "
+                        "scripts/build-native.sh -v shows the compiler's "
+                        "output")
             return _unavailable(_failure)
         _module, _reason = module, None
         return module

@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import build_directory, load, unavailable_reason
+from . import build_directory, failure_detail, load, unavailable_reason
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -21,6 +21,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     module = load(build=True, verbose=args.verbose)
     if module is None:
+        if args.verbose and failure_detail():
+            print(failure_detail(), file=sys.stderr)
+        # One line: what is missing and what fixes it (ctypes launches the
+        # kernels meanwhile).
         print(f"vortex.native: unavailable: {unavailable_reason()}",
               file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """Slotted fields on the GPU (docs/contract.md, "Slotted fields"), for the
 H100 logs:
 
-    PYTHONPATH=python python3 test/Python/Inputs/slotted_gpu_check.py \
+    python3 test/Python/Inputs/slotted_gpu_check.py \
         .device-artifacts/slotted/slotted_flow.manifest.json
 
 The flow is test/Python/Inputs/slotted_flow.mlir compiled for the GPU. The

@@ -1,5 +1,5 @@
 """trtllm_block_sparse_attention: the trtllm backend's selection in the
-vortex_torch style, for the GPU checks (python -m vortex.gpu_check
+vortex_torch style, for the GPU checks (python -m vortex.testing.gpu_check
 --flow-file). Two TopK(k) tables, one by the centroid score of
 block_sparse_attention and one by the largest per-head centroid score,
 merged by Union (docs/contract.md, "The selection").

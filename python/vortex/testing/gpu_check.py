@@ -1,6 +1,6 @@
 """Correctness harness of the compiled GPU flows against eager mode.
 
-    python3 -m vortex.gpu_check --artifacts DIR [--flows NAME ...] [--seed S]
+    python3 -m vortex.testing.gpu_check --artifacts DIR [--flows NAME ...] [--seed S]
 
 For every `<flow>.manifest.json` in DIR (each compiled for its own group
 size G; head_dim from its config):
@@ -48,10 +48,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import reference as npref
-from . import ops as vortex_ops
-from .manifest import DTYPES, Manifest
-from . import eager
+from .. import reference as npref
+from .. import ops as vortex_ops
+from ..manifest import DTYPES, Manifest
+from .. import eager
 
 POISON = -7
 FIELD_RTOL = 1e-2
@@ -518,7 +518,7 @@ def selftest(device) -> List[str]:
 # ---------------------------------------------------------------------------
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m vortex.gpu_check",
+    ap = argparse.ArgumentParser(prog="python3 -m vortex.testing.gpu_check",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--artifacts", required=True,
                     help="directory of <flow>.manifest.json (+ .cubin/.ptx)")
@@ -549,7 +549,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--manifest", default=None, help=argparse.SUPPRESS)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
-    from .flow.loader import load_module
+    from ..flow.loader import load_module
     for f in args.flow_file:
         load_module(f)
 
@@ -584,6 +584,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"FAIL: no *.manifest.json in {args.artifacts}")
         return 1
     not_run = 0
+    matched = set()
     for k, path in enumerate(paths):
         name = os.path.basename(path)[:-len(".manifest.json")]
         if args.flows:
@@ -593,8 +594,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 fname = name
             if fname not in args.flows and name not in args.flows:
                 continue
+            matched.update({fname, name})
         if args.isolate:
-            cmd = [sys.executable, "-m", "vortex.gpu_check", "--artifacts",
+            cmd = [sys.executable, "-m", "vortex.testing.gpu_check", "--artifacts",
                    args.artifacts, "--manifest", path, "--no-selftest",
                    "--seed", str(args.seed), "--repeat", str(args.repeat),
                    "--requests", str(args.requests), "--heads",
@@ -604,13 +606,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for f in args.flow_file:
                 cmd += ["--flow-file", f]
             cmd += ["-v"] if args.verbose else []
-            env = dict(os.environ)
-            pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(
-                __file__)))
-            env["PYTHONPATH"] = pkg_root + (
-                os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
             proc = subprocess.run(cmd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, env=env)
+                                  stderr=subprocess.STDOUT, text=True)
             lines = proc.stdout.splitlines()
             body = [ln for ln in lines[1:] if not ln.endswith(" failed")]
             print("\n".join(body))
@@ -650,6 +647,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print("    . " + n)
     print(f"{passed} passed, {failed} failed" +
           (f" ({not_run} manifest(s) not run)" if not_run else ""))
+    # A --flows name that matches nothing (a renamed flow) must not pass.
+    unmatched = [f for f in (args.flows or []) if f not in matched]
+    if unmatched:
+        print(f"FAIL: --flows {' '.join(unmatched)} matched no manifest in "
+              f"{args.artifacts}")
+        return 2
     if not_run:
         return 1
     return 1 if failed else 0

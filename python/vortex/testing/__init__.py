@@ -1,5 +1,5 @@
 """Random problems and end-to-end checks of compiled flows against
-`vortex.reference` (used by test/Python and `python -m vortex.demo`)."""
+`vortex.reference` (used by test/Python and `python -m vortex.testing.demo`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import reference as ref
-from .cpu import CompiledFlow
+from .. import reference as ref
+from ..cpu import CompiledFlow
+from ..environment import install_prefix, source_root
 
 class Tally:
     """The PASS/FAIL lines of a lit test script and its exit status."""
@@ -33,9 +34,9 @@ class Tally:
         sys.exit(1 if self.failures else 0)
 
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-EXAMPLES = os.path.join(REPO_ROOT, "examples")
+# The example flows: the checkout's examples/, else the installed copy.
+EXAMPLES = os.path.join(source_root() or os.path.join(
+    install_prefix(), "share", "vortex"), "examples")
 
 
 @dataclass
@@ -219,7 +220,7 @@ def check_shipped_flow(path: str, sign_cases=((0, 0),), seeds=(1,),
     """Compile the flow at `path`, run cache step + indexer steps on random
     problems and compare with `vortex.reference`. Prints one line per step;
     returns the number of failing steps."""
-    from .cpu import compile_flow
+    from ..cpu import compile_flow
     flow = compile_flow(path)
     if flow.name not in ref.FLOWS:
         out(f"FAIL {flow.name}: no reference model")

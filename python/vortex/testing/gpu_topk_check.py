@@ -1,8 +1,8 @@
 """The GPU top-k on chosen scores, exactly, on a CUDA device.
 
-    python -m vortex.gpu_topk_check --artifacts DIR [--flows NAME ...]
+    python -m vortex.testing.gpu_topk_check --artifacts DIR [--flows NAME ...]
 
-`vortex.gpu_check` checks the selection on the scores its random data
+`vortex.testing.gpu_check` checks the selection on the scores its random data
 gives; this check writes the scores itself and launches only the flow's
 top-k kernels (each CTA shape of the launch's `choice` in turn), so the
 data the selection finds hard are all covered: ties (small integers, a
@@ -29,9 +29,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import reference as ref
-from .manifest import DTYPES, Manifest
-from .runtime import load as load_gpu
+from .. import reference as ref
+from ..manifest import DTYPES, Manifest
+from ..runtime import load as load_gpu
 
 POISON = -7
 

@@ -1,7 +1,7 @@
 """Compile a flow for the CPU, run it on random data and compare with the
 numpy reference.
 
-    PYTHONPATH=python python3 -m vortex.demo [examples/<flow>.mlir] [--seed N]
+    python -m vortex demo [examples/<flow>.mlir] [--seed N]
 
 Compiles the flow (`vortex-compile --target=cpu`: lib<flow>.so and its
 manifest, cached by content), builds a random pool (k, v ~ N(0, 1)) and
@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
 
-from . import reference as ref
-from . import testing
-from .cpu import compile_flow
+from .. import reference as ref
+from .. import testing
+from ..cpu import compile_flow
 
 DEFAULT_FLOW = os.path.join(testing.EXAMPLES, "block_sparse_attention.mlir")
 
@@ -34,8 +35,35 @@ def _fmt(ids, limit=12):
     return "[" + ", ".join(map(str, ids[:limit])) + f", ... ({len(ids)})]"
 
 
+def _flow_sides(path: str):
+    """The ops of the flow's cache and indexer regions, as written in
+    `path` (types dropped): what the demo shows of the flow."""
+    sides = {"cache": [], "indexer": []}
+    side = None
+    with open(path) as f:
+        for line in f:
+            code = line.split("//", 1)[0].strip()
+            for name in sides:
+                if code.startswith(name + "("):
+                    side = name
+            if side and "vortex." in code and not code.startswith(
+                    ("cache(", "indexer(")):
+                sides[side].append(_drop_types(code))
+    return sides
+
+
+def _drop_types(code: str) -> str:
+    """`code` up to its top-level ` : ` (the types), attributes kept."""
+    depth = 0
+    for i, c in enumerate(code):
+        depth += {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}.get(c, 0)
+        if depth == 0 and code.startswith(" : ", i):
+            return code[:i]
+    return code
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m vortex.demo",
+    ap = argparse.ArgumentParser(prog="python3 -m vortex.testing.demo",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("flow", nargs="?", default=DEFAULT_FLOW,
                     help="a .mlir file holding one vortex.flow "
@@ -45,10 +73,21 @@ def main(argv=None) -> int:
                     help="number of (request, KV head) rows")
     args = ap.parse_args(argv)
 
-    t0 = time.time()
-    flow = compile_flow(args.flow)
+    print(f"flow {args.flow}:")
+    for side, ops in _flow_sides(args.flow).items():
+        print(f"  {side + ' side:':14s}" + "\n  ".ljust(17).join(ops))
+    # A fresh compile each run, so that the time shown is the compiler's.
+    with tempfile.TemporaryDirectory(prefix="vortex-demo-") as work:
+        t0 = time.time()
+        flow = compile_flow(args.flow, workdir=os.path.join(work, "out"))
+        took = time.time() - t0
+        return _run(flow, args, took)
+
+
+def _run(flow, args, took: float) -> int:
     cfg = ref.Config.from_dict(flow.config)
-    print(f"compiled @{flow.name} in {time.time() - t0:.1f}s: {flow.so_path}")
+    print(f"compiled @{flow.name} for the CPU in {took:.2f} s "
+          f"(vortex-compile: vortex-to-cpu, then a shared object)")
     print(f"  config: {flow.config}")
     print(f"  fields: {flow.fields}")
     flow_ref = ref.FLOWS.get(flow.name)

@@ -5,7 +5,7 @@ outputs and cache tensors), and the op's numerics against the float64 numpy
 reference (`vortex.reference`, compared as `vortex.testing` does: selection
 up to ties, fields to rtol = atol = 1e-5).
 
-    >>> from vortex import torch_testing as tt
+    >>> from vortex.testing import torch_checks as tt
     >>> tt.main(["block_sparse_attention", "running_avg_block_sparse"])
 
 Every check prints one PASS/FAIL line (`vortex.testing.Tally`).
@@ -21,10 +21,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import compiler
-from . import reference as ref
-from .ops import Flow, load
-from .testing import EXAMPLES, SHIPPED_LENGTHS, Tally
+from .. import compiler
+from .. import reference as ref
+from ..ops import Flow, load
+from . import EXAMPLES, SHIPPED_LENGTHS, Tally
 
 __all__ = [
     "COMPILE_LENGTHS", "COMPILE_LENGTHS_2", "NUMERICS_LENGTHS",

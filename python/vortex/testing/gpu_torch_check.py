@@ -1,6 +1,6 @@
 """The torch-op checks on a GPU machine (issue 7; docs/torch.md).
 
-    PYTHONPATH=python python3 -m vortex.gpu_torch_check --artifacts DIR \
+    python3 -m vortex.testing.gpu_torch_check --artifacts DIR \
         [--flows block_sparse_attention_g8 running_avg_block_sparse_g8 ...]
 
 For each manifest (CUDA builds from scripts/build-device-artifacts.sh):
@@ -43,9 +43,9 @@ from typing import Callable, Dict, List
 
 import torch
 
-from . import native
-from . import ops as vops
-from .manifest import DTYPES, Manifest
+from .. import native
+from .. import ops as vops
+from ..manifest import DTYPES, Manifest
 
 POISON = -7
 
@@ -440,7 +440,7 @@ def check_guards(R: Report, path: str, flow: vops.Flow, P: Problem) -> None:
     tensors (each tensor sits between canary regions of one allocation) and
     are reported by flow.check(); valid input raises nothing."""
     tag = flow.name
-    from .runtime import FlowCheckError
+    from ..runtime import FlowCheckError
     pad = 64
     canary = -12345
 
@@ -619,7 +619,7 @@ def check_other_device(R: Report, path: str, lengths: List[int]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m vortex.gpu_torch_check")
+    ap = argparse.ArgumentParser(prog="python3 -m vortex.testing.gpu_torch_check")
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--flows", nargs="*", default=None,
                     help="manifest flow names (default: all)")
@@ -631,10 +631,12 @@ def main(argv=None) -> int:
     R = Report()
     paths = sorted(glob.glob(os.path.join(args.artifacts,
                                           "*.manifest.json")))
+    ran = set()
     for path in paths:
         m = Manifest.from_file(path)
         if args.flows and m.flow not in args.flows:
             continue
+        ran.add(m.flow)
         flow = vops.load(path)
         lengths = lengths_for(flow)
         P = Problem(flow, lengths, torch.device("cuda", 0))
@@ -649,6 +651,13 @@ def main(argv=None) -> int:
             check_guards(R, path, flow, P)
         check_other_device(R, path, lengths)
     print(f"{R.passed} passed, {R.failed} failed")
+    # Nothing checked (no manifests, or a --flows name that matches none)
+    # is a failure, not "0 passed".
+    missing = [f for f in (args.flows or []) if f not in ran]
+    if not ran or missing:
+        print(f"FAIL: no manifest checked in {args.artifacts}"
+              + (f" for --flows {' '.join(missing)}" if missing else ""))
+        return 2
     return 1 if R.failed else 0
 
 
