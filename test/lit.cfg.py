@@ -50,6 +50,12 @@ llvm_config.with_environment("PATH", config.vortex_tools_dir, append_path=True)
 llvm_config.with_environment("PYTHONPATH",
                              os.path.join(config.vortex_src_root, "python"),
                              append_path=True)
+# An editable (scikit-build-core) install of another checkout puts a finder
+# for `vortex` ahead of PYTHONPATH; it steps aside for the build directories
+# named in SKBUILD_EDITABLE_SKIP, so pass that through when it is set.
+if "SKBUILD_EDITABLE_SKIP" in os.environ:
+    config.environment["SKBUILD_EDITABLE_SKIP"] = \
+        os.environ["SKBUILD_EDITABLE_SKIP"]
 
 tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
 tools = ["vortex-opt", "vortex-compile", "vortex-capi-test", "vortex-fuzz"]
