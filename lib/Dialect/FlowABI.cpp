@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -122,6 +123,37 @@ static void addAttendStep(FlowABI &abi, VTensorType q, AddFn add) {
   abi.attendWrites = {kAttnOut.str(), kAttnLse.str()};
 }
 
+/// Decode attends over the selection with the rows' kv_last_len, so the
+/// selection must end with the row's last blocks, in order, covering the
+/// last T - 1 tokens (query token 0 does not see them) and the partial block
+/// kv_last_len describes (which may hold a single token). top-k selections
+/// end with the last reserved_eos blocks; a union pins only the last block.
+static std::string decodeRefusalOf(FlowOp flow) {
+  FlowConfigAttr c = flow.getConfig();
+  int64_t tokens = flow.getQueryTokens(), eos = c.getReservedEos();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (isa_and_nonnull<UnionOp>(flow.getSelectionOp())) {
+    if (tokens > 2)
+      os << "q: decode over a union selection is exact for at most 2 query "
+            "tokens (the union pins only the row's last block at its tail); "
+            "the flow has "
+         << tokens;
+    return out;
+  }
+  if (eos < 1)
+    os << "reserved_eos: decode needs reserved_eos >= 1 (the flow has 0): a "
+          "selection could drop the row's partial last block, which "
+          "kv_last_len describes as the CSR's last entry";
+  else if ((eos - 1) * c.getBlockSize() + 1 < tokens - 1)
+    os << "reserved_eos: decode with " << tokens
+       << " query tokens needs (reserved_eos - 1) * block_size + 1 >= "
+       << tokens - 1 << " (the last T - 1 tokens in the kept EOS blocks); "
+       << "the flow has reserved_eos = " << eos
+       << ", block_size = " << c.getBlockSize();
+  return out;
+}
+
 FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   FlowABI abi;
   abi.flow = flow.getSymName().str();
@@ -188,6 +220,7 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
   addAttendStep(abi, q, add);
+  abi.decodeRefusal = decodeRefusalOf(flow);
 
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
   abi.indexerWrites.push_back(kSparseIndptr.str());
@@ -354,10 +387,14 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
     for (const KernelRecord &k : kernels)
       if (k.step == step)
         launches.push_back(kernelAttr(b, k));
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
-         b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
-         b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))});
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
+        b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
+        b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))};
+    if (step == Step::Attend && !decodeRefusal.empty())
+      fields.push_back(b.getNamedAttr(kManifestDecodeRefusal,
+                                      b.getStringAttr(decodeRefusal)));
+    return b.getDictionaryAttr(fields);
   };
   SmallVector<NamedAttribute> steps = {
       b.getNamedAttr("indexer", stepAttr(Step::Indexer)),

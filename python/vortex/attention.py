@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional, Sequence
 
-__all__ = ["check_attend_values", "check_decode", "default_scale",
-           "query_tokens"]
+__all__ = ["check_attend_values", "check_decode", "check_decode_manifest",
+           "default_scale", "query_tokens"]
 
 
 def default_scale(head_dim: int) -> float:
@@ -68,6 +68,17 @@ def check_attend_values(indptr: Sequence[int], indices: Sequence[int],
                              "(block_size)")
 
 
+def check_decode_manifest(manifest: Any) -> None:
+    """Refuse `decode` where the compiler said it would not be exact (the
+    manifest's attend `decode_refusal`, FlowABI.cpp: the one home of the
+    rule, which knows the flow's selection). Raises ValueError naming what
+    to blame (reserved_eos, or q for its query tokens)."""
+    refusal = getattr(manifest, "decode_refusal", "")
+    if refusal:
+        raise ValueError(refusal + " (attend over a CSR you build still "
+                         "runs)")
+
+
 def check_decode(config: Mapping[str, Any], tokens: int) -> None:
     """Whether `decode` (attention over the indexer's selection) is exact
     for this flow: the selection must keep the tokens the causal mask
@@ -76,7 +87,10 @@ def check_decode(config: Mapping[str, Any], tokens: int) -> None:
     reserved_eos >= 1, and its last T - 1 tokens (which query token 0 does
     not see) are the selection's last T - 1 iff (reserved_eos - 1) *
     block_size + 1 >= T - 1 (the last block may hold a single token).
-    Raises ValueError naming reserved_eos."""
+    Raises ValueError naming reserved_eos. This is the top-k selections'
+    rule, for eager mode (which has no manifest); compiled flows use the
+    manifest's `decode_refusal` (`check_decode_manifest`), which also knows
+    a union selection."""
     eos = int(config["reserved_eos"])
     block = int(config["block_size"])
     if eos < 1:

@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from . import compiler
-from .attention import (check_attend_values, check_decode, default_scale,
-                        query_tokens)
+from .attention import (check_attend_values, check_decode_manifest,
+                        default_scale)
 from .compiler import VortexCompileError, find_tool
 from .manifest import (Manifest, budget, check_csr, check_slot_map,
                        check_slots, resolve_symbols, validate_step)
@@ -335,10 +335,9 @@ class CompiledFlow:
         """The indexer, then attend over the sparse CSR it wrote. Returns
         (o, lse, sparse_kv_indptr, sparse_kv_indices). Refused before
         anything runs for a flow whose selection may drop the row's last
-        tokens (`reserved_eos`, see vortex.attention.check_decode)."""
+        tokens (the manifest's `decode_refusal`, naming reserved_eos or q)."""
+        check_decode_manifest(self.manifest)
         qa = self._check_q(q)
-        heads = qa.shape[1] if qa.ndim == 3 else int(self.config["group_size"])
-        check_decode(self.config, query_tokens(self.config, heads))
         indptr = _as_index_array("dense_kv_indptr", dense_kv_indptr)
         last = _as_index_array("kv_last_len", kv_last_len)
         num_blocks = int(np.asarray(self._cache_args(cache)["k"]).shape[0])

@@ -5,8 +5,8 @@ validator of both back ends.
 flow (a shared object for the CPU, PTX and a cubin for a GPU). It is the
 only thing the Python side reads about a compiled flow: its tensors (name,
 role, dtype, symbolic shape), the symbols that size them, the steps
-(indexer, cache and the optional attend) with their argument order and the tensors each writes, and the kernels each
-step launches. This module parses and checks it, validates step arguments
+(indexer, cache and the optional attend) with their argument order and the
+tensors each writes, and the kernels each step launches. This module parses and checks it, validates step arguments
 against it (numpy arrays or torch tensors, duck-typed, without reading
 device memory), checks CSR values on demand, and holds the selection
 budget rule. It imports neither torch nor a GPU library.
@@ -312,6 +312,14 @@ class Manifest:
                 raise _fail(where, f"no {step!r} step")
             self.steps[step] = self._parse_step(f"{where}: step {step!r}",
                                                 step, raw_steps[step])
+        # Why decode (the indexer, then attend over its selection) would not
+        # be exact for this flow; "" when it is (docs/contract.md).
+        refusal = raw_steps.get("attend", {}).get("decode_refusal", "") \
+            if isinstance(raw_steps.get("attend"), dict) else ""
+        if not isinstance(refusal, str):
+            raise _fail(where, f"attend decode_refusal must be a string, got "
+                        f"{refusal!r}")
+        self.decode_refusal: str = refusal
         self.kernel_cubins = self._parse_kernel_cubins(where, raw_cubins)
 
     def _parse_kernel_cubins(self, where: str,

@@ -8,13 +8,13 @@ torch.compile and CUDA graphs.
     >>> torch.ops.vortex.block_sparse_attention_32ca51848ead_indexer  # the op
 
 Loading a manifest defines one op per step in the `vortex` namespace,
-`vortex::<flow>_<hash12>_{indexer,cache,attend}` (attend where the build
-has it; `Flow.decode` is the indexer op, then the attend op), where the hash is the flow's
-source hash: stable across processes, and the same for the CPU and the GPU
-build of one flow, so one op carries both implementations. The schema comes
-from the manifest (its argument order); exactly the tensors the step
-writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for the
-indexer, written fields for the cache step; k and v never are. Each op
+`vortex::<flow>_<hash12>_{indexer,cache,attend}` (attend where the build has
+it, with `..._decode`: the indexer, then attend, as one op), where the hash
+is the flow's source hash: stable across processes, and the same for the CPU
+and the GPU build of one flow, so one op carries both implementations. The
+schema comes from the manifest (its argument order); exactly the tensors the
+step writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for
+the indexer, written fields for the cache step; k and v never are. Each op
 has a fake implementation (no outputs, no metadata change), a CPU
 implementation (the shared object, on CPU tensors) and, once a CUDA build is
 loaded, a CUDA implementation: the native launcher of `vortex.native` when
@@ -36,8 +36,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import torch
 
 from . import native
-from .attention import (check_attend_values, check_decode, default_scale,
-                        query_tokens)
+from .attention import (check_attend_values, check_decode_manifest,
+                        default_scale)
 from .cpu import CPUFlow
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
                        check_slots)
@@ -177,6 +177,7 @@ class _Op:
         checked first (kv_last_len against the dense CSR: the selection
         keeps each row's last block last)."""
         from .manifest import validate_step
+        check_decode_manifest(m)
         indexer = {n: args[n] for n in m.steps["indexer"].args}
         attend = {n: args[n] for n in ("q", "k", "v") + _DECODE_TAIL}
         attend.update(kv_indptr=args["sparse_kv_indptr"],
@@ -625,17 +626,15 @@ class Flow:
         the sparse CSR it wrote (kv_last_len is each row's, as for the dense
         CSR: the selection keeps the last block last). Refused, before
         anything is written, for a flow whose selection may drop the tokens
-        the causal mask relies on (`reserved_eos`, see
-        `vortex.attention.check_decode`) and for bad input (every argument
+        the causal mask relies on (the manifest's `decode_refusal`, naming
+        reserved_eos or q) and for bad input (every argument
         is checked before the indexer runs). Returns (o, lse,
         sparse_kv_indptr, sparse_kv_indices)."""
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
                 "attend step (the GPU back end does not emit it yet)")
-        heads = q.shape[1] if isinstance(q, torch.Tensor) and q.dim() == 3 \
-            else int(self.config["group_size"])
-        check_decode(self.config, query_tokens(self.config, int(heads)))
+        check_decode_manifest(self.manifest)
         try:
             if sparse_kv_indptr is None:
                 sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)

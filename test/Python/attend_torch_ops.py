@@ -14,7 +14,9 @@
 #     written (o, lse, the sparse CSR keep their contents);
 #   - decode refused, naming reserved_eos, on a flow with reserved_eos = 0
 #     and on one whose EOS blocks cannot hold the last T - 1 tokens; attend
-#     alone still runs there.
+#     alone still runs there; a trtllm union selection (the last block
+#     pinned at its tail) decodes with reserved_eos = 0 for T = 1, and is
+#     refused, naming q, for T = 3.
 
 import os
 import sys
@@ -57,7 +59,7 @@ flow.cache_step(cache, torch.tensor(full, dtype=torch.int32))
 T = {n: torch.from_numpy(a) for n, a in
      dict(q=q, indptr=indptr, ids=ids, last=last).items()}
 
-# -- names, schemas, opcheck ---------------------------------------------------
+# -- names, schemas, opcheck ------------------------------------------------
 for step, op in (("attend", flow.attend_op), ("decode", flow.decode_op)):
     assert op._schema.name.endswith("_" + step), op._schema.name
     mutable = [a.name for a in op._schema.arguments
@@ -76,7 +78,8 @@ def attend_args(o=None, lse=None):
 
 torch.library.opcheck(flow.attend_op, attend_args())
 dec_args = (T["q"], cache["k"], cache["v"], cache["centroids"], T["indptr"],
-            T["ids"], torch.zeros_like(T["indptr"]), torch.zeros_like(T["ids"]),
+            T["ids"], torch.zeros_like(T["indptr"]),
+            torch.zeros_like(T["ids"]),
             T["last"], torch.zeros(q.shape), torch.zeros(q.shape[:2]),
             torch.tensor([D ** -0.5]))
 torch.library.opcheck(flow.decode_op, dec_args)
@@ -151,7 +154,7 @@ o3, _ = flow3.attend(q3, cache, T["indptr"], T["ids"], T["last"])
 torch.testing.assert_close(o3, sdpa_rows(q3, 3), rtol=1e-5, atol=1e-5)
 print("dense mode vs SDPA: ok")
 
-# -- bad input: refused by name, nothing written -------------------------------
+# -- bad input: refused by name, nothing written -----------------------------
 def refused(name, fn, *watched):
     before = [w.clone() for w in watched]
     try:
@@ -216,3 +219,34 @@ for knobs, tokens in (({"reserved_eos": 0}, 1),
     check(o_x, lse_x, qx.numpy(), k, v, indptr, ids, last, G,
           what=f"attend {knobs}")
 print("decode refusals: ok")
+
+# -- a union selection pins the row's last block at its tail: decode is
+# exact there even with reserved_eos = 0, for T <= 2 (and refused, naming
+# q, beyond) ----------------------------------------------------------------
+from trtllm_flow import TrtllmBlockSparseAttention  # noqa: E402
+
+
+def union_flow(tokens):
+    cfg = vortex.FlowConfig(block_size=B, page_size=B, head_dim=D,
+                            group_size=G, reserved_eos=0, query_tokens=tokens,
+                            intermediate_dtype="f32", kv_dtype="f32")
+    return vortex.load(vortex.compile(TrtllmBlockSparseAttention, cfg,
+                                      target="cpu"))
+
+
+UBLOCKS = [0, 1, 3, 40, 55]
+uq, uk, uv, uip, uids, ulast = make_case(rng, UBLOCKS, B, D, G)
+ucache = {"k": torch.from_numpy(uk), "v": torch.from_numpy(uv),
+          "centroids": torch.from_numpy(
+              np.nan_to_num(uk).mean(1, keepdims=True))}
+ut = [torch.from_numpy(a) for a in (uq, uip, uids, ulast)]
+u_o, u_lse, u_sp, u_sx = union_flow(1).decode(ut[0], ucache, *ut[1:])
+assert (torch.diff(u_sp).numpy() < np.array(UBLOCKS)).any(), "no selection"
+for r in range(len(UBLOCKS)):
+    if UBLOCKS[r]:
+        assert u_sx[u_sp[r + 1] - 1] == uids[uip[r + 1] - 1], r
+check(u_o, u_lse, uq, uk, uv, u_sp.numpy(), u_sx.numpy(), ulast, G,
+      what="union decode")
+refused("q", lambda: union_flow(3).decode(
+    torch.randn(len(UBLOCKS), 3 * G, D), ucache, *ut[1:]), o_buf)
+print("union decode: ok")

@@ -51,6 +51,9 @@ inline constexpr llvm::StringLiteral kManifestScalarParam = "scalar";
 inline constexpr llvm::StringLiteral kManifestParamDtype = "dtype";
 inline constexpr llvm::StringLiteral kManifestParamValue = "value";
 inline constexpr llvm::StringLiteral kManifestPdl = "pdl";
+/// The attend step's reason why `decode` (the indexer, then attend over its
+/// selection) would not be exact for the flow; absent when it is.
+inline constexpr llvm::StringLiteral kManifestDecodeRefusal = "decode_refusal";
 inline constexpr llvm::StringLiteral kManifestChoice = "choice";
 
 // Tensor names. The cache tensors are `k`, `v` and the declared fields; the
@@ -194,6 +197,10 @@ struct FlowABI {
   std::vector<KernelRecord> kernels;
   /// The slotted field that binds `num_slots` (empty: the flow has none).
   std::string slotsDefinedBy;
+  /// Why attention over the flow's own selection would miss tokens the
+  /// causal mask relies on, starting with the name to blame (reserved_eos,
+  /// or q for T); empty when decode is exact (docs/contract.md "Attention").
+  std::string decodeRefusal;
 
   static FlowABI get(FlowOp flow, Storage storage);
 
