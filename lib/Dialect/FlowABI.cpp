@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -29,7 +30,15 @@ StringRef abi::stringifyRole(Role role) {
 }
 
 StringRef abi::stringifyStep(Step step) {
-  return step == Step::Indexer ? "indexer" : "cache";
+  switch (step) {
+  case Step::Indexer:
+    return "indexer";
+  case Step::Cache:
+    return "cache";
+  case Step::Attend:
+    return "attend";
+  }
+  llvm_unreachable("unknown step");
 }
 
 ArrayRef<StatusFlagDef> abi::getStatusFlags() {
@@ -87,6 +96,61 @@ static SmallVector<std::string> writtenFields(Block &body,
   for (auto [i, name] : llvm::enumerate(names))
     if (written.contains(body.getArgument(firstCacheArg + i)))
       out.push_back(name.str());
+  return out;
+}
+
+/// The attend step: `(q, k, v, kv_indptr, kv_indices, kv_last_len, o, lse,
+/// sm_scale)`. `rows` binds from q (dense_kv_indptr is not an argument) and
+/// `total` from kv_indices, by the manifest's binding rule.
+template <typename AddFn>
+static void addAttendStep(FlowABI &abi, VTensorType q, AddFn add) {
+  MLIRContext *ctx = q.getContext();
+  auto i32 = IntegerType::get(ctx, 32);
+  std::string rows = kRows.str();
+  std::string heads = std::to_string(q.getD0());
+  add(kKvIndptr, Role::Input, i32, {(kRows + "+1").str()});
+  add(kKvIndices, Role::Input, i32, {kTotal.str()});
+  add(kKvLastLen, Role::Input, i32, {rows});
+  add(kAttnOut, Role::Output, q.getElementType(),
+      {rows, heads, std::to_string(q.getD1())});
+  add(kAttnLse, Role::Output, Float32Type::get(ctx), {rows, heads});
+  add(kSmScale, Role::Input, Float32Type::get(ctx), {"1"});
+  for (StringRef name :
+       {StringRef(kQuery), StringRef("k"), StringRef("v"), StringRef(kKvIndptr),
+        StringRef(kKvIndices), StringRef(kKvLastLen), StringRef(kAttnOut),
+        StringRef(kAttnLse), StringRef(kSmScale)})
+    abi.attendArgs.push_back(name.str());
+  abi.attendWrites = {kAttnOut.str(), kAttnLse.str()};
+}
+
+/// Decode attends over the selection with the rows' kv_last_len, so the
+/// selection must end with the row's last blocks, in order, covering the
+/// last T - 1 tokens (query token 0 does not see them) and the partial block
+/// kv_last_len describes (which may hold a single token). top-k selections
+/// end with the last reserved_eos blocks; a union pins only the last block.
+static std::string decodeRefusalOf(FlowOp flow) {
+  FlowConfigAttr c = flow.getConfig();
+  int64_t tokens = flow.getQueryTokens(), eos = c.getReservedEos();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (isa_and_nonnull<UnionOp>(flow.getSelectionOp())) {
+    if (tokens > 2)
+      os << "q: decode over a union selection is exact for at most 2 query "
+            "tokens (the union pins only the row's last block at its tail); "
+            "the flow has "
+         << tokens;
+    return out;
+  }
+  if (eos < 1)
+    os << "reserved_eos: decode needs reserved_eos >= 1 (the flow has 0): a "
+          "selection could drop the row's partial last block, which "
+          "kv_last_len describes as the CSR's last entry";
+  else if ((eos - 1) * c.getBlockSize() + 1 < tokens - 1)
+    os << "reserved_eos: decode with " << tokens
+       << " query tokens needs (reserved_eos - 1) * block_size + 1 >= "
+       << tokens - 1 << " (the last T - 1 tokens in the kept EOS blocks); "
+       << "the flow has reserved_eos = " << eos
+       << ", block_size = " << c.getBlockSize();
   return out;
 }
 
@@ -155,11 +219,43 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   if (!firstSlotted.empty())
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
+  addAttendStep(abi, q, add);
+  abi.decodeRefusal = decodeRefusalOf(flow);
+
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
   abi.indexerWrites.push_back(kSparseIndptr.str());
   abi.indexerWrites.push_back(kSparseIndices.str());
   abi.cacheWrites = writtenFields(cache, names, /*firstCacheArg=*/0);
   return abi;
+}
+
+ArrayRef<std::string> FlowABI::args(Step step) const {
+  switch (step) {
+  case Step::Indexer:
+    return indexerArgs;
+  case Step::Cache:
+    return cacheArgs;
+  case Step::Attend:
+    return attendArgs;
+  }
+  llvm_unreachable("unknown step");
+}
+
+ArrayRef<std::string> FlowABI::writes(Step step) const {
+  switch (step) {
+  case Step::Indexer:
+    return indexerWrites;
+  case Step::Cache:
+    return cacheWrites;
+  case Step::Attend:
+    return attendWrites;
+  }
+  llvm_unreachable("unknown step");
+}
+
+bool FlowABI::hasKernels(Step step) const {
+  return llvm::any_of(kernels,
+                      [&](const KernelRecord &k) { return k.step == step; });
 }
 
 Type FlowABI::elementType(StringRef name) const {
@@ -247,8 +343,18 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
 }
 
 DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
+  // The attend step is optional (a back end without its kernel, e.g. the
+  // GPU one today): without it, neither the step nor its own tensors.
+  bool attend = hasKernels(Step::Attend);
+  auto onlyAttend = [&](const std::string &name) {
+    return llvm::is_contained(attendArgs, name) &&
+           !llvm::is_contained(indexerArgs, name) &&
+           !llvm::is_contained(cacheArgs, name);
+  };
   SmallVector<NamedAttribute> tensorAttrs;
   for (const auto &[name, rec] : tensors) {
+    if (!attend && onlyAttend(name))
+      continue;
     SmallVector<Attribute> shape;
     for (const std::string &d : rec.shape) {
       int64_t v;
@@ -281,11 +387,21 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
     for (const KernelRecord &k : kernels)
       if (k.step == step)
         launches.push_back(kernelAttr(b, k));
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
-         b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
-         b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))});
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
+        b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
+        b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))};
+    if (step == Step::Attend && !decodeRefusal.empty())
+      fields.push_back(b.getNamedAttr(kManifestDecodeRefusal,
+                                      b.getStringAttr(decodeRefusal)));
+    return b.getDictionaryAttr(fields);
   };
+  SmallVector<NamedAttribute> steps = {
+      b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
+      b.getNamedAttr("cache", stepAttr(Step::Cache))};
+  if (attend)
+    steps.push_back(b.getNamedAttr(stringifyStep(Step::Attend),
+                                   stepAttr(Step::Attend)));
   return b.getDictionaryAttr(
       {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
        b.getNamedAttr("flow", b.getStringAttr(flow)),
@@ -294,8 +410,5 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
        b.getNamedAttr("config", configAttr(b, config)),
        b.getNamedAttr("symbols", b.getDictionaryAttr(symbols)),
        b.getNamedAttr("tensors", b.getDictionaryAttr(tensorAttrs)),
-       b.getNamedAttr(kManifestSteps,
-                      b.getDictionaryAttr(
-                          {b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
-                           b.getNamedAttr("cache", stepAttr(Step::Cache))}))});
+       b.getNamedAttr(kManifestSteps, b.getDictionaryAttr(steps))});
 }

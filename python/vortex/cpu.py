@@ -2,7 +2,8 @@
 
 `vortex-compile --target=cpu` leaves `lib<flow>.so` and
 `<flow>.manifest.json` (docs/manifest.md). The shared object exports one C
-function per step (`_mlir_ciface_<flow>_indexer`, `_mlir_ciface_<flow>_cache`)
+function per step (`_mlir_ciface_<flow>_indexer`, `_mlir_ciface_<flow>_cache`,
+`_mlir_ciface_<flow>_attend`)
 taking a pointer to an MLIR memref descriptor per argument, in the
 manifest's argument order (docs/contract.md). `CPUFlow` loads it and runs a
 step on named tensors after the shared validator (`manifest.validate_step`)
@@ -26,6 +27,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from . import compiler
+from .attention import (check_attend_values, check_decode_manifest,
+                        default_scale)
 from .compiler import VortexCompileError, find_tool
 from .manifest import (Manifest, budget, check_csr, check_slot_map,
                        check_slots, resolve_symbols, validate_step)
@@ -287,6 +290,66 @@ class CompiledFlow:
                         f"cache[{slotted!r}]")
             args["slot_of_ptr"] = slots
         self.runtime.run_step("cache", args)
+
+
+    # -- attention (docs/contract.md "Attention") ---------------------------
+    def attend(self, q, cache: Mapping[str, np.ndarray], kv_indptr,
+               kv_indices, kv_last_len, o: Optional[np.ndarray] = None,
+               lse: Optional[np.ndarray] = None,
+               sm_scale: Optional[float] = None
+               ) -> Tuple[np.ndarray, np.ndarray]:
+        """Decode attention of q `[rows, T x G, D]` over the k/v blocks of a
+        CSR (`kv_indices` may be longer than `kv_indptr[-1]`), the last
+        entry of row r holding `kv_last_len[r]` tokens. Returns (o, lse):
+        o like q, lse `[rows, T x G]` (natural log), float32; written into
+        `o` and `lse` when given. `sm_scale` defaults to 1/sqrt(D)."""
+        if "attend" not in self.manifest.steps:
+            raise NotImplementedError(f"flow @{self.name}: the manifest has "
+                                      "no attend step (recompile the flow)")
+        args = self._cache_args(cache)
+        qa = self._check_q(q)
+        indptr = _as_index_array("kv_indptr", kv_indptr)
+        indices = _as_index_array("kv_indices", kv_indices)
+        last = _as_index_array("kv_last_len", kv_last_len)
+        rows = qa.shape[0] if qa.ndim == 3 else 0
+        o = np.zeros(qa.shape, np.float32) if o is None else o
+        lse = np.zeros(qa.shape[:2], np.float32) if lse is None else lse
+        scale = default_scale(int(self.config["head_dim"])) \
+            if sm_scale is None else sm_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise ValueError(f"sm_scale: expected a float, got "
+                             f"{type(scale).__name__}")
+        args.update(q=qa, kv_indptr=indptr, kv_indices=indices,
+                    kv_last_len=last, o=o, lse=lse,
+                    sm_scale=np.array([scale], np.float32))
+        m = self.manifest
+        resolve_symbols(m, args, list(m.steps["attend"].args))
+        check_attend_values(indptr, indices, last, int(args["k"].shape[0]),
+                            int(self.config["block_size"]), rows)
+        self.runtime.run_step("attend", args)
+        return o, lse
+
+    def decode(self, q, cache: Mapping[str, np.ndarray], dense_kv_indptr,
+               dense_kv_indices, kv_last_len,
+               sm_scale: Optional[float] = None):
+        """The indexer, then attend over the sparse CSR it wrote. Returns
+        (o, lse, sparse_kv_indptr, sparse_kv_indices). Refused before
+        anything runs for a flow whose selection may drop the row's last
+        tokens (the manifest's `decode_refusal`, naming reserved_eos or q)."""
+        check_decode_manifest(self.manifest)
+        qa = self._check_q(q)
+        indptr = _as_index_array("dense_kv_indptr", dense_kv_indptr)
+        last = _as_index_array("kv_last_len", kv_last_len)
+        num_blocks = int(np.asarray(self._cache_args(cache)["k"]).shape[0])
+        indices = _as_index_array("dense_kv_indices", dense_kv_indices)
+        check_attend_values(indptr, indices, last, num_blocks,
+                            int(self.config["block_size"]),
+                            qa.shape[0] if qa.ndim == 3 else 0,
+                            "dense_kv_indptr", "dense_kv_indices")
+        sp_indptr, sp_indices = self.indexer(qa, cache, indptr, indices)
+        o, lse = self.attend(qa, cache, sp_indptr, sp_indices, last,
+                             sm_scale=sm_scale)
+        return o, lse, sp_indptr, sp_indices
 
 
 def compile_flow(source: str, workdir: Optional[str] = None,

@@ -5,6 +5,8 @@
     >>> eager.cache_step(flow, cache, block_ids, config)          # in place
     >>> score, sp_indptr, sp_indices = eager.indexer(
     ...     flow, q, cache, dense_kv_indptr, dense_kv_indices, config)
+    >>> o, lse = eager.attend(q, cache["k"], cache["v"], sp_indptr,
+    ...                       sp_indices, kv_last_len, config.group_size)
 
 The same flow object that `vortex.trace` turns into IR runs here op by op
 through torch primitives (`vortex.torch_reference`: CSR layout, gathers,
@@ -36,7 +38,8 @@ from .manifest import budget_rule
 
 torch = import_torch()
 
-__all__ = ["EagerTensor", "cache_step", "execute", "flow_for", "indexer"]
+__all__ = ["EagerTensor", "attend", "cache_step", "decode", "execute",
+           "flow_for", "indexer"]
 
 MASK_NEG = tr.MASK_NEG
 
@@ -429,6 +432,74 @@ def cache_step(flow, cache: Dict[str, torch.Tensor], block_ids: torch.Tensor,
     ids = ids[ids >= 0]
     ctx = EagerContext(cfg, block_ids=ids)
     flow.forward_cache(_values(cache, flow, cfg), None, ctx)
+
+
+# ---------------------------------------------------------------------------
+# Attention (docs/contract.md "Attention"), differentiable in q, k and v
+# ---------------------------------------------------------------------------
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+           kv_indptr: torch.Tensor, kv_indices: torch.Tensor,
+           kv_last_len: torch.Tensor, group_size: int,
+           sm_scale: Optional[float] = None
+           ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Decode attention over a CSR with torch ops (float32 compute): q
+    `[rows, T x G, D]`, k and v `[num_blocks, block_size, D]`. Returns (o in
+    q's dtype, lse `[rows, T x G]` f32, natural log). Tokens a head does not
+    see are removed with `where` on k, v and the logits, so NaN there
+    reaches neither the result nor the gradients."""
+    rows, heads, dim = q.shape
+    block = k.shape[1]
+    tokens = heads // group_size
+    scale = dim ** -0.5 if sm_scale is None else float(sm_scale)
+    dev = q.device
+    ip = kv_indptr.to(torch.int64)
+    n = ip[1:] - ip[:-1]
+    max_n = int(n.max()) if rows else 0
+    slot = torch.arange(max_n, device=dev)
+    pos = (ip[:-1, None] + slot[None, :]).clamp(
+        max=max(kv_indices.numel() - 1, 0))
+    live = slot[None, :] < n[:, None]
+    blocks = torch.where(live, kv_indices.to(torch.int64)[pos]
+                         if kv_indices.numel() else torch.zeros_like(pos), 0)
+    length = torch.where(n > 0, (n - 1) * block + kv_last_len.to(torch.int64),
+                         torch.zeros_like(n))
+    tok = torch.arange(max_n * block, device=dev)
+    valid = (tok[None, :] < length[:, None])[..., None]          # [r, N, 1]
+    keys = torch.where(valid, k[blocks].reshape(rows, -1, dim).float(), 0.0)
+    vals = torch.where(valid, v[blocks].reshape(rows, -1, dim).float(), 0.0)
+    after = tokens - 1 - torch.arange(heads, device=dev) // group_size
+    seen = tok[None, None, :] < (length[:, None] - after[None, :])[..., None]
+    logits = torch.einsum("rhd,rnd->rhn", q.float(), keys) * scale
+    logits = torch.where(seen, logits, float("-inf"))
+    top = logits.amax(-1, keepdim=True) if tok.numel() else \
+        torch.full((rows, heads, 1), float("-inf"), device=dev)
+    top = torch.where(torch.isfinite(top), top, 0.0).detach()
+    p = torch.where(seen, torch.exp(logits - top), 0.0)
+    total = p.sum(-1)
+    some = total > 0
+    safe = torch.where(some, total, 1.0)
+    o = torch.einsum("rhn,rnd->rhd", p, vals) / safe[..., None]
+    o = torch.where(some[..., None], o, 0.0).to(q.dtype)
+    lse = torch.where(some, top[..., 0] + torch.log(safe), float("-inf"))
+    return o, lse
+
+
+def decode(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
+           dense_kv_indptr: torch.Tensor, dense_kv_indices: torch.Tensor,
+           kv_last_len: torch.Tensor, config,
+           sm_scale: Optional[float] = None):
+    """The indexer of `flow`, then `attend` over its selection. Returns
+    (o, lse, score, sparse_kv_indptr, sparse_kv_indices)."""
+    from .attention import check_decode
+    cfg = _config(config)
+    check_decode({"reserved_eos": cfg.eos, "block_size": cfg.block_size},
+                 q.shape[1] // cfg.group_size)
+    score, sp_indptr, sp_indices = indexer(flow, q, cache, dense_kv_indptr,
+                                           dense_kv_indices, config)
+    o, lse = attend(q, cache["k"], cache["v"], sp_indptr, sp_indices,
+                    kv_last_len, cfg.group_size, sm_scale)
+    return o, lse, score, sp_indptr, sp_indices
 
 
 def flow_for(name: str, config: Mapping[str, Any]):

@@ -4,9 +4,9 @@ validator of both back ends.
 `vortex-compile` writes `<flow>.manifest.json` next to the artifacts of a
 flow (a shared object for the CPU, PTX and a cubin for a GPU). It is the
 only thing the Python side reads about a compiled flow: its tensors (name,
-role, dtype, symbolic shape), the symbols that size them, the two steps
-with their argument order and the tensors each writes, and the kernels each
-step launches. This module parses and checks it, validates step arguments
+role, dtype, symbolic shape), the symbols that size them, the steps
+(indexer, cache and the optional attend) with their argument order and the
+tensors each writes, and the kernels each step launches. This module parses and checks it, validates step arguments
 against it (numpy arrays or torch tensors, duck-typed, without reading
 device memory), checks CSR values on demand, and holds the selection
 budget rule. It imports neither torch nor a GPU library.
@@ -23,7 +23,8 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
 __all__ = [
-    "MANIFEST_VERSION", "DTYPES", "SYMBOLS", "Dim", "KernelSpec", "Manifest",
+    "MANIFEST_VERSION", "DTYPES", "OPTIONAL_STEPS", "SYMBOLS", "Dim",
+    "KernelSpec", "Manifest",
     "ParamSpec", "StepSpec", "TensorSpec", "budget", "check_csr",
     "dtype_name", "grid_size", "resolve_symbols", "selected_count",
     "validate_step",
@@ -47,6 +48,9 @@ _BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
 _BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
 
 SYMBOLS = ("rows", "total", "num_blocks", "num_new", "num_slots")
+# Steps a back end may leave out (docs/manifest.md): `attend` (decode
+# attention over a CSR) is written by the CPU back end only, for now.
+OPTIONAL_STEPS = ("attend",)
 _ROLES = ("input", "cache", "output", "scratch", "parameter", "status")
 # Roles the runtime owns: never step arguments.
 _INTERNAL = ("scratch", "status")
@@ -301,11 +305,21 @@ class Manifest:
                             f"tensor {tensor!r}")
             self.symbols[sym] = str(tensor)
         self.steps: Dict[str, StepSpec] = {}
-        for step in ("indexer", "cache"):
+        for step in ("indexer", "cache") + OPTIONAL_STEPS:
             if step not in raw_steps:
+                if step in OPTIONAL_STEPS:
+                    continue
                 raise _fail(where, f"no {step!r} step")
             self.steps[step] = self._parse_step(f"{where}: step {step!r}",
                                                 step, raw_steps[step])
+        # Why decode (the indexer, then attend over its selection) would not
+        # be exact for this flow; "" when it is (docs/contract.md).
+        refusal = raw_steps.get("attend", {}).get("decode_refusal", "") \
+            if isinstance(raw_steps.get("attend"), dict) else ""
+        if not isinstance(refusal, str):
+            raise _fail(where, f"attend decode_refusal must be a string, got "
+                        f"{refusal!r}")
+        self.decode_refusal: str = refusal
         self.kernel_cubins = self._parse_kernel_cubins(where, raw_cubins)
 
     def _parse_kernel_cubins(self, where: str,

@@ -8,12 +8,13 @@ torch.compile and CUDA graphs.
     >>> torch.ops.vortex.block_sparse_attention_32ca51848ead_indexer  # the op
 
 Loading a manifest defines one op per step in the `vortex` namespace,
-`vortex::<flow>_<hash12>_{indexer,cache}`, where the hash is the flow's
-source hash: stable across processes, and the same for the CPU and the GPU
-build of one flow, so one op carries both implementations. The schema comes
-from the manifest (its argument order); exactly the tensors the step
-writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for the
-indexer, written fields for the cache step; k and v never are. Each op
+`vortex::<flow>_<hash12>_{indexer,cache,attend}` (attend where the build has
+it, with `..._decode`: the indexer, then attend, as one op), where the hash
+is the flow's source hash: stable across processes, and the same for the CPU
+and the GPU build of one flow, so one op carries both implementations. The
+schema comes from the manifest (its argument order); exactly the tensors the
+step writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for
+the indexer, written fields for the cache step; k and v never are. Each op
 has a fake implementation (no outputs, no metadata change), a CPU
 implementation (the shared object, on CPU tensors) and, once a CUDA build is
 loaded, a CUDA implementation: the native launcher of `vortex.native` when
@@ -33,6 +34,8 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import native
+from .attention import (check_attend_values, check_decode_manifest,
+                        default_scale)
 from .cpu import CPUFlow
 from .environment import import_torch
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
@@ -69,6 +72,30 @@ def _fake_impl(names: Tuple[str, ...]):
     return fake
 
 
+# `decode` is no manifest step: one op that runs the indexer, then attend
+# over the sparse CSR it wrote, so that bad input is refused before either
+# writes anything (and torch.compile sees one op).
+_DECODE_TAIL = ("kv_last_len", "o", "lse", "sm_scale")
+
+
+def _signature(manifest: Manifest,
+               step: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(args, writes) of a step's op; `decode` is the indexer's then
+    attend's tail."""
+    if step != "decode":
+        return manifest.steps[step].args, manifest.steps[step].writes
+    idx = manifest.steps["indexer"]
+    return idx.args + _DECODE_TAIL, idx.writes + ("o", "lse")
+
+
+def _schema(args: Tuple[str, ...], writes: Tuple[str, ...]) -> str:
+    """The torch schema: exactly the written tensors are mutable."""
+    aliases = iter("abcdefghijklmnopqrstuvwxyz")
+    parts = [f"Tensor({next(aliases)}!) {a}" if a in writes else
+             f"Tensor {a}" for a in args]
+    return "(" + ", ".join(parts) + ") -> ()"
+
+
 class _Op:
     """One torch op (a step of one flow source) and its implementations."""
 
@@ -76,9 +103,8 @@ class _Op:
         self.step = step
         self.name = manifest.op_name(step)
         self.qualname = "vortex::" + self.name
-        self.schema = manifest.schema(step)
-        self.args: Tuple[str, ...] = manifest.steps[step].args
-        self.writes = manifest.steps[step].writes
+        self.args, self.writes = _signature(manifest, step)
+        self.schema = _schema(self.args, self.writes)
         self.cpu: Optional[CPUFlow] = None
         self.cuda = None                  # runtime.CompiledFlowGPU
         self.cuda_impl: Optional[str] = None   # "native" | "ctypes"
@@ -121,9 +147,17 @@ class _Op:
         m = self.cpu.manifest
         # Shapes, dtypes, devices and aliasing first (names the argument).
         from .manifest import validate_step
+        if self.step == "decode":
+            self._cpu_decode(m, args)
+            return
         validate_step(m, self.step, args, ("cpu", None))
         num_blocks = int(args["k"].shape[0])
-        if self.step == "indexer":
+        if self.step == "attend":
+            check_attend_values(
+                args["kv_indptr"].tolist(), args["kv_indices"].tolist(),
+                args["kv_last_len"].tolist(), num_blocks,
+                int(m.config["block_size"]), int(args["q"].shape[0]))
+        elif self.step == "indexer":
             check_csr(args["dense_kv_indptr"].tolist(),
                       args["dense_kv_indices"].tolist(), num_blocks,
                       unique=any(w in m.cache_names() for w in self.writes))
@@ -138,6 +172,37 @@ class _Op:
                 check_slots(args["slot_of_ptr"].tolist(), keep.tolist(),
                             int(args[slotted].shape[0]), slotted)
         self.cpu.run_step(self.step, args)
+
+    def _cpu_decode(self, m: Manifest, args: Dict[str, Any]) -> None:
+        """The indexer, then attend over its sparse CSR; every argument is
+        checked first (kv_last_len against the dense CSR: the selection
+        keeps each row's last block last)."""
+        from .manifest import validate_step
+        check_decode_manifest(m)
+        indexer = {n: args[n] for n in m.steps["indexer"].args}
+        attend = {n: args[n] for n in ("q", "k", "v") + _DECODE_TAIL}
+        attend.update(kv_indptr=args["sparse_kv_indptr"],
+                      kv_indices=args["sparse_kv_indices"])
+        validate_step(m, "indexer", indexer, ("cpu", None))
+        validate_step(m, "attend", attend, ("cpu", None))
+        for w in ("o", "lse"):
+            for n in m.steps["indexer"].args:
+                t = args[n]
+                if t.numel() and args[w].numel() and \
+                        t.data_ptr() == args[w].data_ptr():
+                    raise ValueError(f"{w}: shares memory with {n} (the "
+                                     f"step writes {w})")
+        num_blocks = int(args["k"].shape[0])
+        check_csr(args["dense_kv_indptr"].tolist(),
+                  args["dense_kv_indices"].tolist(), num_blocks,
+                  unique=any(w in m.cache_names() for w in self.writes))
+        check_attend_values(
+            args["dense_kv_indptr"].tolist(), args["dense_kv_indices"].tolist(),
+            args["kv_last_len"].tolist(), num_blocks,
+            int(m.config["block_size"]), int(args["q"].shape[0]),
+            "dense_kv_indptr", "dense_kv_indices")
+        self.cpu.run_step("indexer", indexer)
+        self.cpu.run_step("attend", attend)
 
     def _cuda_impl(self, *tensors) -> None:
         if self.cuda is None:
@@ -159,10 +224,10 @@ def _register(manifest: Manifest, step: str, runtime) -> _Op:
         op = _OPS.get(name)
         if op is None:
             op = _OPS[name] = _Op(manifest, step)
-        elif op.schema != manifest.schema(step):
+        elif op.schema != _schema(*_signature(manifest, step)):
             raise RuntimeError(
                 f"vortex::{name} is already defined with schema {op.schema}, "
-                f"this manifest gives {manifest.schema(step)}")
+                f"this manifest gives {_schema(*_signature(manifest, step))}")
         op.attach(runtime)
     return op
 
@@ -237,6 +302,24 @@ class Flow:
             self._cache, [],
             ["block_ids"] + (["slot_of_ptr"] if self.slotted else []),
             self.param_names)
+        # attend: decode attention over a CSR (optional in a manifest: the
+        # GPU back end does not write it yet).
+        self._attend = self.attend_op = None
+        if "attend" in m.steps:
+            self._attend = _register(m, "attend", self.runtime)
+            self.attend_op = self._attend.packet
+            self._raw_attend = self.attend_op._op
+            self._call_attend = _caller(
+                self._attend, ["q"],
+                ["kv_indptr", "kv_indices", "kv_last_len", "o", "lse",
+                 "sm_scale"], [])
+            self._decode = _register(m, "decode", self.runtime)
+            self.decode_op = self._decode.packet
+            self._raw_decode = self.decode_op._op
+            self._call_decode = _caller(
+                self._decode, ["q"],
+                ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
+                 "sparse_kv_indices"] + list(_DECODE_TAIL), self.param_names)
         if params is not None:
             self.bind(params)
 
@@ -481,6 +564,113 @@ class Flow:
             if guard is not None:
                 guard.__exit__(None, None, None)
         self._debug_check()
+
+
+    # -- attention (docs/contract.md "Attention") ------------------------------
+    def _attend_outputs(self, q, o, lse, sm_scale):
+        """o and lse allocated where not given (o like q, lse [rows, T x G]
+        f32), the scale as the op's f32 [1] tensor (default 1/sqrt(D))."""
+        if sm_scale is None:
+            sm_scale = default_scale(int(self.config["head_dim"]))
+        if not isinstance(sm_scale, torch.Tensor):
+            if isinstance(sm_scale, bool) or \
+                    not isinstance(sm_scale, (int, float)):
+                raise ValueError(f"sm_scale: expected a float, got "
+                                 f"{type(sm_scale).__name__}")
+            sm_scale = torch.full((1,), float(sm_scale), dtype=torch.float32,
+                                  device=q.device)
+        if o is None:
+            o = torch.empty_like(q)
+        if lse is None:
+            lse = torch.empty(q.shape[:2], dtype=torch.float32,
+                              device=q.device)
+        return o, lse, sm_scale
+
+    def attend(self, q, cache, kv_indptr, kv_indices, kv_last_len, o=None,
+               lse=None, sm_scale=None, stream=None):
+        """Decode attention of q `[rows, T x G, D]` over the k/v blocks of a
+        CSR (dense, or a selection: `kv_indices` may be longer than
+        `kv_indptr[-1]`), the last entry of row r holding `kv_last_len[r]`
+        tokens. Writes o (q's dtype) and lse (`[rows, T x G]`, f32, natural
+        log) and returns them; allocated when not given. `sm_scale`
+        defaults to 1/sqrt(D)."""
+        if self._attend is None:
+            raise NotImplementedError(
+                f"{self.name}: this {self.manifest.backend} build has no "
+                "attend step (the GPU back end does not emit it yet)")
+        try:
+            o, lse, sm_scale = self._attend_outputs(q, o, lse, sm_scale)
+        except AttributeError as err:
+            self._explain(err, dict(q=q))
+        guard = None if stream is None else self._stream_guard(stream, q)
+        try:
+            if guard is not None:
+                guard.__enter__()
+            self._call_attend(self.attend_op, self._raw_attend, q, cache,
+                              self._params, kv_indptr, kv_indices,
+                              kv_last_len, o, lse, sm_scale)
+        except (KeyError, TypeError, NotImplementedError, RuntimeError,
+                AttributeError) as err:
+            self._explain(err, dict(q=q, cache=cache, kv_indptr=kv_indptr,
+                                    kv_indices=kv_indices,
+                                    kv_last_len=kv_last_len, o=o, lse=lse,
+                                    sm_scale=sm_scale))
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
+        return o, lse
+
+    def decode(self, q, cache, dense_kv_indptr, dense_kv_indices,
+               kv_last_len, sparse_kv_indptr=None, sparse_kv_indices=None,
+               o=None, lse=None, sm_scale=None, stream=None):
+        """One sparse decode step as one op: the indexer, then attend over
+        the sparse CSR it wrote (kv_last_len is each row's, as for the dense
+        CSR: the selection keeps the last block last). Refused, before
+        anything is written, for a flow whose selection may drop the tokens
+        the causal mask relies on (the manifest's `decode_refusal`, naming
+        reserved_eos or q) and for bad input (every argument
+        is checked before the indexer runs). Returns (o, lse,
+        sparse_kv_indptr, sparse_kv_indices)."""
+        if self._attend is None:
+            raise NotImplementedError(
+                f"{self.name}: this {self.manifest.backend} build has no "
+                "attend step (the GPU back end does not emit it yet)")
+        check_decode_manifest(self.manifest)
+        try:
+            if sparse_kv_indptr is None:
+                sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)
+            if sparse_kv_indices is None:
+                sparse_kv_indices = torch.zeros_like(dense_kv_indices)
+            elif sparse_kv_indices.dim() == 1 and \
+                    sparse_kv_indices.numel() > dense_kv_indices.numel():
+                sparse_kv_indices = \
+                    sparse_kv_indices[:dense_kv_indices.numel()]
+            o, lse, sm_scale = self._attend_outputs(q, o, lse, sm_scale)
+        except AttributeError as err:
+            self._explain(err, dict(q=q, dense_kv_indptr=dense_kv_indptr,
+                                    dense_kv_indices=dense_kv_indices,
+                                    sparse_kv_indices=sparse_kv_indices))
+        guard = None if stream is None else self._stream_guard(stream, q)
+        try:
+            if guard is not None:
+                guard.__enter__()
+            self._call_decode(self.decode_op, self._raw_decode, q, cache,
+                              self._params, dense_kv_indptr, dense_kv_indices,
+                              sparse_kv_indptr, sparse_kv_indices,
+                              kv_last_len, o, lse, sm_scale)
+        except (KeyError, TypeError, NotImplementedError, RuntimeError,
+                AttributeError) as err:
+            self._explain(err, dict(q=q, cache=cache,
+                                    dense_kv_indptr=dense_kv_indptr,
+                                    dense_kv_indices=dense_kv_indices,
+                                    sparse_kv_indptr=sparse_kv_indptr,
+                                    sparse_kv_indices=sparse_kv_indices,
+                                    kv_last_len=kv_last_len, o=o, lse=lse,
+                                    sm_scale=sm_scale))
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
+        return o, lse, sparse_kv_indptr, sparse_kv_indices
 
 
 def load(manifest_path: str, device: Optional[int] = None,

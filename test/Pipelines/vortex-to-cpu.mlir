@@ -29,7 +29,10 @@
 // BUF: func.func @block_sparse_attention_cache
 
 // LLVM: module attributes {vortex.manifest = {backend = "cpu"
-// LLVM-SAME: steps = {cache = {args = ["k", "v", "centroids", "block_ids"]
+// LLVM-SAME: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
+// LLVM-SAME: kernel = "_mlir_ciface_block_sparse_attention_attend"
+// LLVM-SAME: writes = ["o", "lse"]}
+// LLVM-SAME: cache = {args = ["k", "v", "centroids", "block_ids"]
 // LLVM-SAME: kernel = "_mlir_ciface_block_sparse_attention_cache"
 // LLVM-SAME: writes = ["centroids"]}
 // LLVM-SAME: indexer = {args = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]

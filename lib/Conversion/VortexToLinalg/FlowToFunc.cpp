@@ -1,7 +1,7 @@
 //===- FlowToFunc.cpp - Flows to step functions, kernels inlined ----------===//
 //
-// `vortex.flow @F` becomes `@F_indexer` and `@F_cache` with the ABI's memref
-// arguments (docs/contract.md). Each function starts with the flow's domain
+// `vortex.flow @F` becomes `@F_indexer`, `@F_cache` and `@F_attend` with the
+// ABI's memref arguments (docs/contract.md). Each function starts with the flow's domain
 // (the CSR and block ids as tensors, the ragged extent, the row count and
 // each position's row), marked for the op patterns, and binds the flow's
 // arguments to tensors of their converted types; the flow's ops are then
@@ -14,6 +14,7 @@
 #include "Vortex/Conversion/VortexToLinalg/VortexToLinalg.h"
 #include "Vortex/Dialect/FlowABI.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -104,6 +105,8 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     buildIndexer(rewriter, flow, abi);
     rewriter.setInsertionPoint(flow);
     buildCache(rewriter, flow, abi);
+    rewriter.setInsertionPoint(flow);
+    buildAttend(rewriter, flow, abi);
     rewriter.eraseOp(flow);
     return success();
   }
@@ -173,6 +176,46 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
                            .getResult(0)};
                  })
         .getResult(0);
+  }
+
+  /// `(q, k, v, kv_indptr, kv_indices, kv_last_len, o, lse, sm_scale)`: one
+  /// vortex.attend (its own pattern lowers it) whose results are written
+  /// into o and lse. Its code depends on the config and q's type only.
+  void buildAttend(ConversionPatternRewriter &rewriter, FlowOp flow,
+                   const abi::FlowABI &abi) const {
+    ArrayRef<std::string> names = abi.args(abi::Step::Attend);
+    SmallVector<Type> argTypes;
+    for (const std::string &name : names) {
+      SmallVector<int64_t> shape;
+      for (const std::string &d : abi.tensors.at(name).shape) {
+        int64_t v;
+        shape.push_back(StringRef(d).getAsInteger(10, v) ? ShapedType::kDynamic
+                                                         : v);
+      }
+      argTypes.push_back(MemRefType::get(shape, abi.elementType(name)));
+    }
+    StepBuilder sb(rewriter, *getTypeConverter(), flow, "_attend", argTypes,
+                   names);
+    func::FuncOp func = sb.func;
+    SmallVector<Value> in;
+    for (unsigned i = 0; i < 6; ++i)
+      in.push_back(sb.tensorOf(i, /*writable=*/false));
+    Value scale = tensor::ExtractOp::create(
+        rewriter, sb.loc, sb.tensorOf(8, false),
+        ValueRange{arith::ConstantIndexOp::create(rewriter, sb.loc, 0)});
+    auto tensorType = [&](unsigned i) {
+      auto m = cast<MemRefType>(argTypes[i]);
+      return RankedTensorType::get(m.getShape(), m.getElementType());
+    };
+    auto attend = AttendOp::create(
+        rewriter, sb.loc, tensorType(6), tensorType(7), in[0], in[1], in[2],
+        in[3], in[4], in[5], scale, flow.getConfig().getGroupSize());
+    for (auto [result, arg] : {std::pair<Value, unsigned>{attend.getO(), 6},
+                               {attend.getLse(), 7}})
+      bufferization::MaterializeInDestinationOp::create(
+          rewriter, sb.loc, TypeRange{}, result, func.getArgument(arg),
+          /*restrict=*/true, /*writable=*/true);
+    func::ReturnOp::create(rewriter, sb.loc);
   }
 
   /// `(k, v, fields..., params..., block_ids[, slot_of_ptr])`.

@@ -1,8 +1,8 @@
 //===- VortexToLinalg.cpp - Lower vortex flows to linalg on tensors -------===//
 //
 // convert-vortex-to-linalg: a dialect conversion with the family patterns
-// (one file each) and the type converter. Each flow becomes `@<flow>_indexer`
-// and `@<flow>_cache` (docs/contract.md). A vtensor becomes a
+// (one file each) and the type converter. Each flow becomes `@<flow>_indexer`,
+// `@<flow>_cache` and `@<flow>_attend` (docs/contract.md). A vtensor becomes a
 // `tensor<? x D0 x D1 x f32>` whose leading axis is its format's domain;
 // operands of a workload op are first brought into the result's domain by
 // explicit gathers (paged by block id, batched by row), so every op is a
@@ -56,6 +56,7 @@ void mlir::vortex::populateVortexToLinalgConversionPatterns(
   populateVortexLayoutToLinalgPatterns(converter, patterns);
   populateVortexStateToLinalgPatterns(converter, patterns);
   populateVortexSelectionToLinalgPatterns(converter, patterns);
+  populateVortexAttentionToLinalgPatterns(converter, patterns);
 }
 
 void mlir::vortex::configureVortexToLinalgConversionTarget(
@@ -86,7 +87,8 @@ struct ConvertVortexToLinalgPass
     // addressed through the flow's CSR): reject stray ops before changing
     // anything.
     WalkResult stray = module.walk<WalkOrder::PreOrder>([](Operation *op) {
-      if (isa<FlowOp>(op))
+      // attend works on builtin tensors: it needs no flow.
+      if (isa<FlowOp>(op) || isa<AttendOp>(op))
         return WalkResult::skip();
       if (!isa<VortexDialect>(op->getDialect()))
         return WalkResult::advance();
@@ -105,6 +107,7 @@ struct ConvertVortexToLinalgPass
       std::string prefix = "_mlir_ciface_" + manifestABI->flow;
       manifestABI->addHostStep(abi::Step::Indexer, prefix + "_indexer");
       manifestABI->addHostStep(abi::Step::Cache, prefix + "_cache");
+      manifestABI->addHostStep(abi::Step::Attend, prefix + "_attend");
     }
 
     VortexToLinalgTypeConverter converter;

@@ -34,7 +34,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-SAME: backend = "cpu"
 // CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64, intermediate_dtype = "bf16", kv_dtype = "bf16"
 // CHECK-SAME: flow = "bs", source_hash = "{{[0-9a-f]{64}"}}
-// CHECK-SAME: steps = {cache = {args = ["k", "v", "centroids", "block_ids"]
+// The attend step (decode attention over a CSR) whatever the flow's ops.
+// CHECK-SAME: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
+// CHECK-SAME: kernel = "_mlir_ciface_bs_attend"
+// CHECK-SAME: params = [{kind = "buffer", name = "q"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "kv_indptr"}, {kind = "buffer", name = "kv_indices"}, {kind = "buffer", name = "kv_last_len"}, {kind = "buffer", name = "o"}, {kind = "buffer", name = "lse"}, {kind = "buffer", name = "sm_scale"}]
+// CHECK-SAME: reads = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "sm_scale"], shared_bytes = 0 : i64, writes = ["o", "lse"]}]
+// CHECK-SAME: writes = ["o", "lse"]}
+// CHECK-SAME: cache = {args = ["k", "v", "centroids", "block_ids"]
 // CHECK-SAME: kernels = [{block = [1, 1, 1], grid = {kind = "host"}, kernel = "_mlir_ciface_bs_cache"
 // CHECK-SAME: params = [{kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "block_ids"}]
 // CHECK-SAME: reads = ["k", "v", "centroids", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
@@ -50,7 +56,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-SAME: dense_kv_indices = {dtype = "i32", role = "input", shape = ["total"]}
 // CHECK-SAME: dense_kv_indptr = {dtype = "i32", role = "input", shape = ["rows+1"]}
 // CHECK-SAME: k = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}
+// CHECK-SAME: kv_indices = {dtype = "i32", role = "input", shape = ["total"]}
+// CHECK-SAME: kv_indptr = {dtype = "i32", role = "input", shape = ["rows+1"]}
+// CHECK-SAME: kv_last_len = {dtype = "i32", role = "input", shape = ["rows"]}
+// CHECK-SAME: lse = {dtype = "f32", role = "output", shape = ["rows", 8]}
+// CHECK-SAME: o = {dtype = "f32", role = "output", shape = ["rows", 8, 128]}
 // CHECK-SAME: q = {dtype = "f32", role = "input", shape = ["rows", 8, 128]}
+// CHECK-SAME: sm_scale = {dtype = "f32", role = "input", shape = [1]}
 // CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
 // CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
 // CHECK-SAME: v = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}}
@@ -113,6 +125,24 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: tensor.extract_slice
 // CHECK: tensor.insert_slice
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[CF]]
+
+// The attend step: the ABI's memrefs, one row loop, o and lse written back.
+// CHECK-LABEL: func.func @bs_attend(
+// CHECK-SAME: memref<?x8x128xf32> {vortex.name = "q"}
+// CHECK-SAME: memref<?x16x128xf32> {vortex.name = "k"}
+// CHECK-SAME: memref<?x16x128xf32> {vortex.name = "v"}
+// CHECK-SAME: memref<?xi32> {vortex.name = "kv_indptr"}
+// CHECK-SAME: memref<?xi32> {vortex.name = "kv_indices"}
+// CHECK-SAME: memref<?xi32> {vortex.name = "kv_last_len"}
+// CHECK-SAME: %[[AO:[^:]+]]: memref<?x8x128xf32> {vortex.name = "o"}
+// CHECK-SAME: %[[AL:[^:]+]]: memref<?x8xf32> {vortex.name = "lse"}
+// CHECK-SAME: %[[AS:[^:]+]]: memref<1xf32> {vortex.name = "sm_scale"}
+// CHECK: %[[AST:.+]] = bufferization.to_tensor %[[AS]]
+// CHECK: tensor.extract %[[AST]]
+// CHECK: %[[LOOP:.+]]:2 = scf.for
+// CHECK: math.exp
+// CHECK: bufferization.materialize_in_destination %[[LOOP]]#0 in restrict writable %[[AO]]
+// CHECK: bufferization.materialize_in_destination %[[LOOP]]#1 in restrict writable %[[AL]]
 
 // No vortex op is left anywhere (only the manifest and the argument names
 // carry the prefix).

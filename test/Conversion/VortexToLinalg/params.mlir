@@ -40,7 +40,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // The manifest: role "parameter", shape [1, r, c] (the constant 1), f32 on
 // the CPU; arguments of both steps after the fields; never written.
 // CHECK: module attributes {vortex.manifest = {
-// CHECK-SAME: steps = {cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
+// Attention takes no parameter: its arguments depend on the config only.
+// CHECK-SAME: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
+// CHECK-SAME: cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
 // CHECK-SAME: params = [{kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "scale"}, {kind = "buffer", name = "block_ids"}]
 // CHECK-SAME: reads = ["k", "v", "centroids", "w", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
 // CHECK-SAME: writes = ["centroids"]}

@@ -56,6 +56,10 @@ void populateVortexStateToLinalgPatterns(TypeConverter &converter,
 /// topk, approx_topk, trtllm_topk, union (flow only).
 void populateVortexSelectionToLinalgPatterns(TypeConverter &converter,
                                              RewritePatternSet &patterns);
+/// attend (builtin tensors; in a flow's attend step or standalone): an
+/// exact f32 two-pass softmax, a row at a time.
+void populateVortexAttentionToLinalgPatterns(TypeConverter &converter,
+                                             RewritePatternSet &patterns);
 /// `vortex.flow` to its step functions, and `vortex.kernel` inlined.
 void populateVortexFlowToFuncPatterns(TypeConverter &converter,
                                       RewritePatternSet &patterns);
