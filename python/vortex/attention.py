@@ -10,7 +10,7 @@ This module imports neither torch nor numpy at the top.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 __all__ = ["check_attend_values", "check_decode", "check_decode_manifest",
            "default_scale", "query_tokens"]

@@ -10,17 +10,14 @@
 # block_size tokens among them); a pool holding NaN past every row's length
 # and in every unused block; the default and an explicit sm_scale.
 
-import os
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from attend_cases import check, make_case  # noqa: E402
+from vortex.testing.attention import check, make_case
 
-import vortex  # noqa: E402
-from vortex.cpu import CompiledFlow  # noqa: E402
+import vortex
+from vortex.cpu import CompiledFlow
 
 # (head_dim, block_size, group_size, query_tokens)
 CONFIGS = [(64, 8, 5, 1), (80, 16, 5, 3), (96, 32, 3, 2), (128, 64, 8, 1),

@@ -19,18 +19,17 @@
 #     refused, naming q, for T = 3.
 
 import os
-import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-from attend_cases import check, make_case  # noqa: E402
+from vortex.testing.attention import check, make_case
 
-import vortex  # noqa: E402
-from vortex import eager  # noqa: E402
+import vortex
+from vortex.flow import load_module
+from vortex import eager
 
 D, B, G = 64, 16, 4
 rng = np.random.default_rng(7)
@@ -223,7 +222,8 @@ print("decode refusals: ok")
 # -- a union selection pins the row's last block at its tail: decode is
 # exact there even with reserved_eos = 0, for T <= 2 (and refused, naming
 # q, beyond) ----------------------------------------------------------------
-from trtllm_flow import TrtllmBlockSparseAttention  # noqa: E402
+TrtllmBlockSparseAttention = load_module(os.path.join(
+    os.path.dirname(__file__), "Inputs", "trtllm_flow.py")).TrtllmBlockSparseAttention
 
 
 def union_flow(tokens):

@@ -1,11 +1,13 @@
-"""Shared cases of the attend tests (test/Python/attend_*.py): paged pools
+"""Problems and checks of attention (test/Python/attend_*.py): paged pools
 with NaN past every row's length and in every block no row uses, CSRs with
 rows of 0, 1 and several blocks, partial last blocks, and the comparison
 against the float64 reference (vortex.reference_attention)."""
 
+import os
+
 import numpy as np
 
-from vortex.reference_attention import attend as reference_attend
+from ..reference_attention import attend as reference_attend
 
 # f32 compute against the float64 reference: a softmax over a few hundred
 # tokens of D <= 128 loses a few ulps of f32.
@@ -62,18 +64,16 @@ def check_shipped_decode(names):
     last, and attends over exactly that selection (the float64 reference
     over the returned sparse CSR). Rows are long enough to need selection;
     the pool holds NaN past every row's length."""
-    import os
-
     import torch
 
-    import vortex
+    from .. import compiler
+    from ..ops import load
+    from . import EXAMPLES
 
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..")
     rng = np.random.default_rng(5)
     for name in names:
-        path = vortex.compile(os.path.join(root, "examples", name + ".mlir"),
-                              target="cpu")
-        flow = vortex.load(path)
+        flow = load(compiler.compile(os.path.join(EXAMPLES, name + ".mlir"),
+                                     target="cpu"))
         cfg = flow.config
         block, dim, group = (int(cfg["block_size"]), int(cfg["head_dim"]),
                              int(cfg["group_size"]))
