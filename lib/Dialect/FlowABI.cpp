@@ -29,7 +29,15 @@ StringRef abi::stringifyRole(Role role) {
 }
 
 StringRef abi::stringifyStep(Step step) {
-  return step == Step::Indexer ? "indexer" : "cache";
+  switch (step) {
+  case Step::Indexer:
+    return "indexer";
+  case Step::Cache:
+    return "cache";
+  case Step::Attend:
+    return "attend";
+  }
+  llvm_unreachable("unknown step");
 }
 
 ArrayRef<StatusFlagDef> abi::getStatusFlags() {
@@ -88,6 +96,30 @@ static SmallVector<std::string> writtenFields(Block &body,
     if (written.contains(body.getArgument(firstCacheArg + i)))
       out.push_back(name.str());
   return out;
+}
+
+/// The attend step: `(q, k, v, kv_indptr, kv_indices, kv_last_len, o, lse,
+/// sm_scale)`. `rows` binds from q (dense_kv_indptr is not an argument) and
+/// `total` from kv_indices, by the manifest's binding rule.
+template <typename AddFn>
+static void addAttendStep(FlowABI &abi, VTensorType q, AddFn add) {
+  MLIRContext *ctx = q.getContext();
+  auto i32 = IntegerType::get(ctx, 32);
+  std::string rows = kRows.str();
+  std::string heads = std::to_string(q.getD0());
+  add(kKvIndptr, Role::Input, i32, {(kRows + "+1").str()});
+  add(kKvIndices, Role::Input, i32, {kTotal.str()});
+  add(kKvLastLen, Role::Input, i32, {rows});
+  add(kAttnOut, Role::Output, q.getElementType(),
+      {rows, heads, std::to_string(q.getD1())});
+  add(kAttnLse, Role::Output, Float32Type::get(ctx), {rows, heads});
+  add(kSmScale, Role::Input, Float32Type::get(ctx), {"1"});
+  for (StringRef name :
+       {StringRef(kQuery), StringRef("k"), StringRef("v"), StringRef(kKvIndptr),
+        StringRef(kKvIndices), StringRef(kKvLastLen), StringRef(kAttnOut),
+        StringRef(kAttnLse), StringRef(kSmScale)})
+    abi.attendArgs.push_back(name.str());
+  abi.attendWrites = {kAttnOut.str(), kAttnLse.str()};
 }
 
 FlowABI FlowABI::get(FlowOp flow, Storage storage) {
@@ -155,11 +187,42 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   if (!firstSlotted.empty())
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
+  addAttendStep(abi, q, add);
+
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
   abi.indexerWrites.push_back(kSparseIndptr.str());
   abi.indexerWrites.push_back(kSparseIndices.str());
   abi.cacheWrites = writtenFields(cache, names, /*firstCacheArg=*/0);
   return abi;
+}
+
+ArrayRef<std::string> FlowABI::args(Step step) const {
+  switch (step) {
+  case Step::Indexer:
+    return indexerArgs;
+  case Step::Cache:
+    return cacheArgs;
+  case Step::Attend:
+    return attendArgs;
+  }
+  llvm_unreachable("unknown step");
+}
+
+ArrayRef<std::string> FlowABI::writes(Step step) const {
+  switch (step) {
+  case Step::Indexer:
+    return indexerWrites;
+  case Step::Cache:
+    return cacheWrites;
+  case Step::Attend:
+    return attendWrites;
+  }
+  llvm_unreachable("unknown step");
+}
+
+bool FlowABI::hasKernels(Step step) const {
+  return llvm::any_of(kernels,
+                      [&](const KernelRecord &k) { return k.step == step; });
 }
 
 Type FlowABI::elementType(StringRef name) const {
@@ -247,8 +310,18 @@ static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
 }
 
 DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
+  // The attend step is optional (a back end without its kernel, e.g. the
+  // GPU one today): without it, neither the step nor its own tensors.
+  bool attend = hasKernels(Step::Attend);
+  auto onlyAttend = [&](const std::string &name) {
+    return llvm::is_contained(attendArgs, name) &&
+           !llvm::is_contained(indexerArgs, name) &&
+           !llvm::is_contained(cacheArgs, name);
+  };
   SmallVector<NamedAttribute> tensorAttrs;
   for (const auto &[name, rec] : tensors) {
+    if (!attend && onlyAttend(name))
+      continue;
     SmallVector<Attribute> shape;
     for (const std::string &d : rec.shape) {
       int64_t v;
@@ -286,6 +359,12 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
          b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
          b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))});
   };
+  SmallVector<NamedAttribute> steps = {
+      b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
+      b.getNamedAttr("cache", stepAttr(Step::Cache))};
+  if (attend)
+    steps.push_back(b.getNamedAttr(stringifyStep(Step::Attend),
+                                   stepAttr(Step::Attend)));
   return b.getDictionaryAttr(
       {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
        b.getNamedAttr("flow", b.getStringAttr(flow)),
@@ -294,8 +373,5 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
        b.getNamedAttr("config", configAttr(b, config)),
        b.getNamedAttr("symbols", b.getDictionaryAttr(symbols)),
        b.getNamedAttr("tensors", b.getDictionaryAttr(tensorAttrs)),
-       b.getNamedAttr(kManifestSteps,
-                      b.getDictionaryAttr(
-                          {b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
-                           b.getNamedAttr("cache", stepAttr(Step::Cache))}))});
+       b.getNamedAttr(kManifestSteps, b.getDictionaryAttr(steps))});
 }

@@ -747,7 +747,8 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
 static bool isReservedABIName(StringRef name) {
   return llvm::is_contained({"q", "dense_kv_indptr", "dense_kv_indices",
                              "sparse_kv_indptr", "sparse_kv_indices",
-                             "block_ids"},
+                             "block_ids", "kv_indptr", "kv_indices",
+                             "kv_last_len", "o", "lse", "sm_scale"},
                             name);
 }
 

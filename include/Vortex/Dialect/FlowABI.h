@@ -64,6 +64,17 @@ inline constexpr llvm::StringLiteral kBlockIds = "block_ids";
 /// The cache step's slot map, for flows with slotted fields: the slot of
 /// each pool block (< 0: none; docs/contract.md "Slotted fields").
 inline constexpr llvm::StringLiteral kSlotOfPtr = "slot_of_ptr";
+/// The attend step (docs/contract.md "Attention"): a CSR over the pools (the
+/// dense one or the indexer's selection), the tokens valid in each row's
+/// last entry (FlashInfer's last_page_len, 1..block_size), the output
+/// [rows, T x G, D] in q's dtype, the natural-log log-sum-exp [rows, T x G]
+/// (f32) and the softmax scale (f32 [1]).
+inline constexpr llvm::StringLiteral kKvIndptr = "kv_indptr";
+inline constexpr llvm::StringLiteral kKvIndices = "kv_indices";
+inline constexpr llvm::StringLiteral kKvLastLen = "kv_last_len";
+inline constexpr llvm::StringLiteral kAttnOut = "o";
+inline constexpr llvm::StringLiteral kAttnLse = "lse";
+inline constexpr llvm::StringLiteral kSmScale = "sm_scale";
 
 // Symbols: the runtime binds them from the shapes of their defining tensors.
 inline constexpr llvm::StringLiteral kRows = "rows";
@@ -114,7 +125,10 @@ struct StatusFlagDef {
   llvm::StringLiteral tensor;
 };
 llvm::ArrayRef<StatusFlagDef> getStatusFlags();
-enum class Step { Indexer, Cache };
+/// The steps of a compiled flow. Attend is optional in a manifest: a back
+/// end that records no kernel for it emits neither the step nor its
+/// tensors (docs/manifest.md).
+enum class Step { Indexer, Cache, Attend };
 llvm::StringRef stringifyRole(Role role);
 llvm::StringRef stringifyStep(Step step);
 
@@ -179,20 +193,19 @@ struct FlowABI {
   std::string sourceHash;
   std::map<std::string, TensorRecord> tensors;
   /// Step arguments in call order, and the ones each step writes.
-  SmallVector<std::string> indexerArgs, cacheArgs;
-  SmallVector<std::string> indexerWrites, cacheWrites;
+  SmallVector<std::string> indexerArgs, cacheArgs, attendArgs;
+  SmallVector<std::string> indexerWrites, cacheWrites, attendWrites;
   std::vector<KernelRecord> kernels;
   /// The slotted field that binds `num_slots` (empty: the flow has none).
   std::string slotsDefinedBy;
 
   static FlowABI get(FlowOp flow, Storage storage);
 
-  ArrayRef<std::string> args(Step step) const {
-    return step == Step::Indexer ? indexerArgs : cacheArgs;
-  }
-  ArrayRef<std::string> writes(Step step) const {
-    return step == Step::Indexer ? indexerWrites : cacheWrites;
-  }
+  ArrayRef<std::string> args(Step step) const;
+  ArrayRef<std::string> writes(Step step) const;
+  /// Whether a kernel of `step` was recorded (the manifest holds only such
+  /// optional steps).
+  bool hasKernels(Step step) const;
   /// The element type of tensor `name` (which must exist).
   Type elementType(llvm::StringRef name) const;
   /// Records the step function of a host (CPU) back end as the step's one

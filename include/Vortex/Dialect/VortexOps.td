@@ -737,5 +737,6 @@ def Vortex_FlowOp : Vortex_Op<"flow", [
 }
 
 include "Vortex/Dialect/VortexStructureOps.td"
+include "Vortex/Dialect/VortexAttentionOps.td"
 
 #endif // VORTEX_DIALECT_VORTEXOPS_TD
