@@ -76,12 +76,13 @@ class Driver:
 
 
 def pick_splits(rows, total, sms, slots):
-    """The launch rule (docs/gpu.md "Attention"): split only while rows
-    leave SMs idle, each split at least 4 blocks, rows x splits in slots."""
-    if rows == 0:
+    """The launch rule (docs/gpu.md "Attention"): no split from 2 rows an
+    SM (two waves of the split kernel's 2 CTAs an SM); below, about 4 CTAs
+    an SM, each split at least 8 blocks, rows x splits within the slots."""
+    if rows == 0 or rows >= 2 * sms:
         return 1
     avg = max(1, total // rows)
-    s = min(-(-2 * sms // rows), avg // 4, slots // rows, 32)
+    s = min(-(-4 * sms // rows), avg // 8, slots // rows, 32)
     return max(1, s)
 
 
@@ -89,11 +90,16 @@ class Attend:
     def __init__(self, drv, outdir):
         name = [f for f in os.listdir(outdir) if f.endswith(".manifest.json")]
         self.m = json.load(open(os.path.join(outdir, name[0])))
-        cubin = os.path.join(outdir, self.m["artifacts"]["cubin"])
+        art = self.m["artifacts"]
         self.drv = drv
-        mod = drv.load(cubin)
         self.kernels = self.m["steps"]["attend"]["kernels"]
-        self.funcs = [drv.func(mod, k["kernel"]) for k in self.kernels]
+        self.funcs = []
+        for k in self.kernels:
+            # One cubin per kernel (--kernel-cache) or one for the flow.
+            cubin = art["cubins"][k["kernel"]] if "cubins" in art \
+                else art["cubin"]
+            mod = drv.load(os.path.join(outdir, cubin))
+            self.funcs.append(drv.func(mod, k["kernel"]))
         c = self.m["config"]
         self.bs, self.d, self.g = c["block_size"], c["head_dim"], c["group_size"]
         self.heads = self.m["tensors"]["q"]["shape"][1]
@@ -235,7 +241,9 @@ def time_us(fn, flush, reps=20):
     return times[len(times) // 2]
 
 
-def bench(a, sms):
+def bench(variants, sms):
+    """Times the split (+ combine) launches of each variant directory at
+    the issue-35 shapes against selected K+V bytes / copy bandwidth."""
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
     # Copy bandwidth: a 1 GiB device-to-device copy (read + write bytes).
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -244,18 +252,26 @@ def bench(a, sms):
     bw = 2 * src.numel() / (cp * 1e-6)
     del src, dst
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s (1 GiB copy {cp:.0f} us)")
-    for reqs, blocks in ((64, 128), (8, 128), (1, 128), (1, 2048), (8, 2048)):
+    a0 = variants[0][1]
+    shapes = ((64, 128), (8, 128), (1, 128), (1, 2048), (8, 2048))
+    for reqs, blocks in shapes:
         rows = reqs * 8
-        lens = [blocks * a.bs] * rows
-        t = make_case(a, lens, rows * blocks, seed=1)
-        kvbytes = 2 * rows * blocks * a.bs * a.d * t["k"].element_size()
+        lens = [blocks * a0.bs] * rows
+        t = make_case(a0, lens, rows * blocks, seed=1)
+        kvbytes = 2 * rows * blocks * a0.bs * a0.d * t["k"].element_size()
         floor = kvbytes / bw * 1e6
-        for splits in sorted({1, pick_splits(rows, rows * blocks, sms,
-                                             a.slots)}):
-            us = time_us(lambda: a.run(t, splits), flush)
-            print(f"  B={reqs:3d} rows={rows:4d} blocks={blocks:5d} "
-                  f"splits={splits:2d}: {us:8.1f} us, floor {floor:7.1f} us,"
-                  f" {us / floor:.2f}x")
+        rule = pick_splits(rows, rows * blocks, sms, a0.slots)
+        for vi, (name, a) in enumerate(variants):
+            if vi and (reqs, blocks) not in ((64, 128), (1, 128), (8, 128)):
+                continue
+            tries = {1, rule} if vi else {1, rule, 2 * rule, max(1, rule // 2)}
+            for splits in sorted(x for x in tries if x * rows <= a.slots
+                                 or x == 1):
+                us = time_us(lambda: a.run(t, splits), flush)
+                mark = "*" if splits == rule else " "
+                print(f"  {name:12s} B={reqs:3d} rows={rows:4d} blocks="
+                      f"{blocks:5d} splits={splits:2d}{mark}: {us:8.1f} us,"
+                      f" floor {floor:7.1f} us, {us / floor:.2f}x")
         del t
         torch.cuda.empty_cache()
 
@@ -291,7 +307,13 @@ def main():
                       f"{'ok' if ok else 'FAIL'} (o err {oe:.2e}, "
                       f"lse err {le:.2e})")
     if bench_dir:
-        bench(Attend(drv, bench_dir), sms)
+        variants = []
+        for d in bench_dir.split(","):
+            a = Attend(drv, d)
+            print(f"bench {os.path.basename(d)}: regs {a.regs}, local "
+                  f"{a.local}, occupancy {a.occ}")
+            variants.append((os.path.basename(d), a))
+        bench(variants, sms)
     print("FAILED" if failed else "ALL OK", failed)
 
 

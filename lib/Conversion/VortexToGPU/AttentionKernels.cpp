@@ -41,12 +41,17 @@ struct AttendPlan {
   int64_t headsPerPass;
   int64_t passes;
   int64_t paddedDim;   // L x 8
+  int64_t tokens = kTokensPerGroup; // per group and iteration
+  /// Whether an iteration loads the next one's K and V rows before it
+  /// computes on its own (loaded by the iteration before): 1.3x faster at
+  /// 64 x 8 rows of 128 blocks on the H100 (docs/measurements/attend-h100.md).
+  bool prefetch = true;
 
   AttendPlan(const AttendShape &s) : shape(s) {
     heads = s.queryTokens * s.groupSize;
     lanes = llvm::PowerOf2Ceil(llvm::divideCeil(s.headDim, kLaneElems));
     groups = kThreads / 32 * (32 / lanes);
-    chunk = groups * kTokensPerGroup;
+    chunk = groups * tokens;
     passes = llvm::divideCeil(heads, kMaxHeadsPerPass);
     headsPerPass = llvm::divideCeil(heads, passes);
     paddedDim = lanes * kLaneElems;
@@ -75,18 +80,27 @@ Value isNegInf(Gen &g, Value x) {
 }
 Value exp2(Gen &g, Value x) { return math::Exp2Op::create(g.b, g.loc, x); }
 
-/// Lane `col`'s 8 elements of the row at element `base`, widened to f32.
-SmallVector<Value> loadLane(Gen &g, Value memref, Value base, Type storage,
-                            bool nontemporal) {
+/// A lane's 8 elements of the row at element `base`, in storage.
+Value loadRaw(Gen &g, Value memref, Value base, Type storage,
+              bool nontemporal) {
   unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
   auto vecType = VectorType::get({kLaneElems}, storage);
-  Value vec = vector::LoadOp::create(
+  return vector::LoadOp::create(
       g.b, g.loc, vecType, memref, ValueRange{base}, nontemporal,
       llvm::Align(std::min<uint64_t>(16, kLaneElems * bytes)));
+}
+
+SmallVector<Value> widen(Gen &g, Value vec) {
   SmallVector<Value> out;
   for (int64_t e = 0; e < kLaneElems; ++e)
     out.push_back(g.toF32(vector::ExtractOp::create(g.b, g.loc, vec, e)));
   return out;
+}
+
+/// Lane `col`'s 8 elements of the row at element `base`, widened to f32.
+SmallVector<Value> loadLane(Gen &g, Value memref, Value base, Type storage,
+                            bool nontemporal) {
+  return widen(g, loadRaw(g, memref, base, storage, nontemporal));
 }
 
 Value xorShuffle(Gen &g, Value v, int64_t offset) {
@@ -144,32 +158,49 @@ Value tokenOffset(Gen &g, const PassState &st, Value t) {
       [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
 }
 
-/// One iteration of a group: loads kTokensPerGroup K and V rows, then folds
-/// them into the online softmax of every head. `carry` is m[h], l[h],
-/// acc[h][8], then the tokens' offsets; returns the next carry.
+/// One iteration of a group: loads its tokens' K and V rows (or, with
+/// prefetch, the next iteration's), then folds them into the online softmax
+/// of every head. `carry` is m[h], l[h], acc[h][8], the offsets of the
+/// tokens to load, then with prefetch the loaded K and V rows; returns the
+/// next carry.
 SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
                                    ValueRange carry) {
   const AttendPlan &p = st.p;
-  int64_t hp = p.headsPerPass, nt = kTokensPerGroup;
+  int64_t hp = p.headsPerPass, nt = p.tokens;
   Type kvType = p.shape.kvType;
   SmallVector<Value> m(carry.begin(), carry.begin() + hp);
   SmallVector<Value> l(carry.begin() + hp, carry.begin() + 2 * hp);
   SmallVector<Value> acc(carry.begin() + 2 * hp,
                          carry.begin() + 2 * hp + hp * kLaneElems);
-  ValueRange offs = carry.drop_front(2 * hp + hp * kLaneElems);
+  ValueRange rest = carry.drop_front(2 * hp + hp * kLaneElems);
+  ValueRange offs = rest.take_front(nt);
   Value base = g.add(st.tBeg, g.add(g.mul(it, g.idx(p.chunk)), st.gi));
   SmallVector<Value> tok;
   for (int64_t k = 0; k < nt; ++k)
     tok.push_back(g.add(base, g.idx(k * p.groups)));
   // Every K and V load of the iteration is issued before any is used.
-  SmallVector<SmallVector<Value>> kr, vr;
-  for (int64_t k = 0; k < nt; ++k)
-    kr.push_back(loadLane(g, st.k, g.add(offs[k], st.colLoad), kvType, true));
-  for (int64_t k = 0; k < nt; ++k)
-    vr.push_back(loadLane(g, st.v, g.add(offs[k], st.colLoad), kvType, true));
+  SmallVector<Value> kRaw, vRaw, loaded;
+  for (Value memref : {st.k, st.v})
+    for (int64_t k = 0; k < nt; ++k)
+      loaded.push_back(
+          loadRaw(g, memref, g.add(offs[k], st.colLoad), kvType, true));
+  if (p.prefetch) {
+    kRaw.assign(rest.begin() + nt, rest.begin() + 2 * nt);
+    vRaw.assign(rest.begin() + 2 * nt, rest.begin() + 3 * nt);
+  } else {
+    kRaw.assign(loaded.begin(), loaded.begin() + nt);
+    vRaw.assign(loaded.begin() + nt, loaded.end());
+  }
   SmallVector<Value> next;
+  int64_t ahead = p.prefetch ? 2 : 1;
   for (int64_t k = 0; k < nt; ++k)
-    next.push_back(tokenOffset(g, st, g.add(tok[k], g.idx(p.chunk))));
+    next.push_back(
+        tokenOffset(g, st, g.add(tok[k], g.idx(ahead * p.chunk))));
+  SmallVector<SmallVector<Value>> kr, vr;
+  for (int64_t k = 0; k < nt; ++k) {
+    kr.push_back(widen(g, kRaw[k]));
+    vr.push_back(widen(g, vRaw[k]));
+  }
 
   // Scores in log2 units; a masked token is -inf by select, so a NaN in an
   // unwritten slot of the pool never reaches the softmax.
@@ -223,6 +254,8 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
   llvm::append_range(out, newL);
   llvm::append_range(out, newAcc);
   llvm::append_range(out, next);
+  if (p.prefetch)
+    llvm::append_range(out, loaded);
   return out;
 }
 
@@ -266,9 +299,25 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
     init.push_back(negInf(g));
   for (int64_t i = 0; i < hp * (1 + kLaneElems); ++i)
     init.push_back(g.f32(0.0));
-  for (int64_t k = 0; k < kTokensPerGroup; ++k)
-    init.push_back(tokenOffset(
+  SmallVector<Value> first;
+  for (int64_t k = 0; k < p.tokens; ++k)
+    first.push_back(tokenOffset(
         g, st, g.add(st.tBeg, g.add(st.gi, g.idx(k * p.groups)))));
+  if (p.prefetch) {
+    // The first iteration's rows, and the second's offsets.
+    SmallVector<Value> rows;
+    for (Value memref : {st.k, st.v})
+      for (int64_t k = 0; k < p.tokens; ++k)
+        rows.push_back(loadRaw(g, memref, g.add(first[k], st.colLoad),
+                               p.shape.kvType, true));
+    for (int64_t k = 0; k < p.tokens; ++k)
+      init.push_back(tokenOffset(
+          g, st,
+          g.add(st.tBeg, g.add(st.gi, g.idx(p.chunk + k * p.groups)))));
+    llvm::append_range(init, rows);
+  } else {
+    llvm::append_range(init, first);
+  }
   Value iters = g.ceilDiv(g.sub(st.tEnd, st.tBeg), g.idx(p.chunk));
   auto loop = g.forLoop(g.idx(0), iters, init,
                         [&](Gen &x, Value it, ValueRange carry) {
