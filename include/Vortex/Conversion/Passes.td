@@ -70,6 +70,10 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
       rows than `topk-saves-min-rows`, else by the score kernel (both
       kernels take the count as the manifest constant `saves_min_rows`).
       docs/gpu.md, "Saves in the top-k".
+    * The `attend` step (`attend`): a flash-decoding kernel over a CSR of
+      pool blocks, one CTA per (row, KV split) loading each K/V row once
+      for all of the row's T x G heads, and a kernel that merges the
+      splits by their lse. docs/gpu.md, "Attention".
     Values crossing kernels live in f32 scratch buffers. Each workload
     kernel is planned before it is emitted (lanes per block, narrow mode,
     hoisting, items per iteration, registers, CTA shape) and carries the
@@ -128,7 +132,12 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "of a score kernel's bf16 rows on tensor cores (mma.sync "
            "m16n8k16, sm_80+) when x is a per-row input of up to 8 rows "
            "used by nothing else (false: fused multiply-adds; docs/gpu.md, "
-           "\"Envelope sums on tensor cores\")">
+           "\"Envelope sums on tensor cores\")">,
+    Option<"attend", "attend", "std::string", "\"auto\"",
+           "the attend step's kernels (docs/gpu.md, \"Attention\"): "
+           "auto (for a flow whose shape they support; the manifest of "
+           "any other has no attend step), on (a flow they do not support "
+           "is refused with a diagnostic) or off">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -100,6 +100,10 @@ inline constexpr llvm::StringLiteral kReservedEos = "reserved_eos";
 /// stored by the top-k in a step of more rows than this, else by the score
 /// kernel; both kernels take it.
 inline constexpr llvm::StringLiteral kSavesMinRows = "saves_min_rows";
+/// The attend step's split count: a launch value the runtime chooses from
+/// rows and row length (docs/gpu.md, "Attention"), so that the kernels'
+/// text does not depend on it.
+inline constexpr llvm::StringLiteral kKvSplits = "kv_splits";
 
 /// Input: q, the dense CSR, block_ids; Cache: k, v and the fields; Output:
 /// the sparse CSR; Scratch: back-end buffers; Parameter: the flow's learned

@@ -199,6 +199,23 @@ LogicalResult emitTopKKernel(FlowContext &ctx, Operation *op,
 LogicalResult emitUnionKernels(FlowContext &ctx, UnionOp op,
                                StringRef name);
 
+/// What the attend kernels are specialized for: the flow's block size, head
+/// dim D, group size G and query tokens T, and the k/v and q dtypes.
+struct AttendShape {
+  int64_t blockSize, headDim, groupSize, queryTokens;
+  Type kvType, qType;
+};
+/// Rows x splits the attend step's split scratch holds: the runtime picks
+/// kv_splits > 1 only when rows x kv_splits fits (docs/gpu.md, "Attention").
+inline constexpr int64_t kAttendSplitSlots = 2048;
+/// Refuses, with a diagnostic at `loc`, a shape the kernels cannot do.
+LogicalResult checkAttendShape(Location loc, const AttendShape &shape);
+/// Emits the attend step's two kernels, `<name>_split` (grid `row_splits`:
+/// rows x kv_splits CTAs) and `<name>_combine` (grid `rows`; a no-op at one
+/// split), their scratch, and records them (step attend).
+LogicalResult emitAttendKernels(FlowContext &ctx, Location loc,
+                                const AttendShape &shape, StringRef name);
+
 //===----------------------------------------------------------------------===//
 // Per-row kernels (one CTA per dense CSR row)
 //===----------------------------------------------------------------------===//

@@ -125,6 +125,8 @@ struct KernelOptions {
   bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices,
       envelopeMMA;
   int64_t topkSavesMinRows;
+  /// The attend option: "auto", "on" or "off".
+  StringRef attend;
 };
 
 /// The save the top-k `op` can store instead of the score kernel: a
@@ -174,6 +176,32 @@ SaveOp deferrableSave(Operation *op) {
   if (usedOutside || saves != 1 || selections != 1)
     return {};
   return found;
+}
+
+/// The attend step's kernels for the flow's shape: q's [T x G, D], the
+/// pools' block size and dtypes. Under "auto" a shape the kernels do not
+/// support leaves the step out of the manifest (a flow verifies whatever
+/// its head_dim; only `on` refuses it, at the flow).
+LogicalResult lowerAttend(FlowContext &ctx, StringRef mode) {
+  if (mode == "off")
+    return success();
+  FlowOp flow = ctx.flow;
+  Block &indexer = flow.getIndexerBody();
+  auto q = cast<VTensorType>(indexer.getArgument(0).getType());
+  auto k = cast<VTensorType>(indexer.getArgument(2).getType());
+  int64_t g = ctx.config.getGroupSize();
+  AttendShape shape{k.getD0(),         q.getD1(),
+                    g,                 g > 0 ? q.getD0() / g : 0,
+                    k.getElementType(), q.getElementType()};
+  if (mode == "auto") {
+    // Probe quietly: an unsupported shape is no error here.
+    ScopedDiagnosticHandler quiet(flow.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (failed(checkAttendShape(flow.getLoc(), shape)))
+      return success();
+  }
+  return emitAttendKernels(ctx, flow.getLoc(), shape,
+                           (flow.getSymName() + "_attend").str());
 }
 
 LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
@@ -254,6 +282,9 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
                                base + "_cache_w" + std::to_string(counter++))))
       return failure();
 
+  if (failed(lowerAttend(ctx, options.attend)))
+    return failure();
+
   module->setAttr(abi::kManifestAttrName, ctx.abi.toManifest(b, "cuda"));
   flow.erase();
   return success();
@@ -286,6 +317,9 @@ struct ConvertVortexToGPUPass
     if (!isTopKSavesMinRowsOption(topkSavesMinRows))
       return bad("topk-saves-min-rows", topkSavesMinRows,
                  "-1 (never) or a row count in [0, 2^30]");
+    if (attend != "auto" && attend != "on" && attend != "off")
+      return getOperation().emitError("convert-vortex-to-gpu: attend = ")
+             << attend << " must be auto, on or off";
     if (!isTopKThreadsOption(topkThreads))
       return bad("topk-threads", topkThreads, "0 (planned), 128, 256 or 512");
     return success();
@@ -303,7 +337,8 @@ struct ConvertVortexToGPUPass
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
                           topkValueBins, envelopeIdentity, streamingLoads,
-                          sectorSlices,  envelopeMMA,      topkSavesMinRows};
+                          sectorSlices,  envelopeMMA,      topkSavesMinRows,
+                          attend};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

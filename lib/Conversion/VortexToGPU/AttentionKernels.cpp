@@ -1,0 +1,580 @@
+//===- AttentionKernels.cpp - Flash-decoding over a CSR of pool blocks ----===//
+//
+// The attend step (docs/gpu.md, "Attention"): o = softmax(q k^T) v over the
+// tokens of each row's CSR entries. One CTA per (row, KV split) loads each
+// K/V row of its share once, for all of the row's T x G query heads: a
+// group of L lanes holds one token's row (8 elements a lane, 16 bytes for
+// bf16), keeps an online-softmax state per head, and the CTA merges its
+// groups' states through shared memory at the end. Splits write normalized
+// partials and their lse to scratch; a combine kernel merges them by lse.
+// The split count is a launch parameter, so the text does not depend on it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::gpugen;
+
+namespace {
+
+constexpr int64_t kThreads = 128;
+/// Elements of a K/V row a lane loads: 16 bytes of bf16, 8 of fp8.
+constexpr int64_t kLaneElems = 8;
+/// Tokens a group loads per iteration: the K and V rows of all of them are
+/// in flight at once.
+constexpr int64_t kTokensPerGroup = 4;
+/// Heads a pass holds in registers (q and the accumulators: 16 per head).
+constexpr int64_t kMaxHeadsPerPass = 8;
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+struct AttendPlan {
+  AttendShape shape;
+  int64_t heads;       // T x G
+  int64_t lanes;       // L: lanes per token row
+  int64_t groups;      // token groups of a CTA
+  int64_t chunk;       // tokens a CTA handles per iteration
+  int64_t headsPerPass;
+  int64_t passes;
+  int64_t paddedDim;   // L x 8
+  int64_t tokens = kTokensPerGroup; // per group and iteration
+  /// Whether an iteration loads the next one's K and V rows before it
+  /// computes on its own (loaded by the iteration before): 1.3x faster at
+  /// 64 x 8 rows of 128 blocks on the H100 (docs/measurements/attend-h100.md).
+  bool prefetch = true;
+
+  AttendPlan(const AttendShape &s) : shape(s) {
+    heads = s.queryTokens * s.groupSize;
+    lanes = llvm::PowerOf2Ceil(llvm::divideCeil(s.headDim, kLaneElems));
+    groups = kThreads / 32 * (32 / lanes);
+    chunk = groups * tokens;
+    passes = llvm::divideCeil(heads, kMaxHeadsPerPass);
+    headsPerPass = llvm::divideCeil(heads, passes);
+    paddedDim = lanes * kLaneElems;
+  }
+  bool paddedLanes() const { return paddedDim != shape.headDim; }
+  bool partialPass() const { return passes * headsPerPass != heads; }
+};
+
+/// A 16-byte aligned workgroup buffer of `size` elements.
+Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
+  MLIRContext *ctx = func.getContext();
+  auto type = MemRefType::get(
+      {size}, elementType, AffineMap(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value buffer = func.addWorkgroupAttribution(type, func.getLoc());
+  func.setWorkgroupAttributionAttr(
+      func.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(ctx, 64), 16));
+  return buffer;
+}
+
+Value negInf(Gen &g) { return g.f32(-INFINITY); }
+Value isNegInf(Gen &g, Value x) {
+  return g.cmpF(arith::CmpFPredicate::OEQ, x, negInf(g));
+}
+Value exp2(Gen &g, Value x) { return math::Exp2Op::create(g.b, g.loc, x); }
+
+/// A lane's 8 elements of the row at element `base`, in storage.
+Value loadRaw(Gen &g, Value memref, Value base, Type storage,
+              bool nontemporal) {
+  unsigned bytes = storage.getIntOrFloatBitWidth() / 8;
+  auto vecType = VectorType::get({kLaneElems}, storage);
+  return vector::LoadOp::create(
+      g.b, g.loc, vecType, memref, ValueRange{base}, nontemporal,
+      llvm::Align(std::min<uint64_t>(16, kLaneElems * bytes)));
+}
+
+SmallVector<Value> widen(Gen &g, Value vec) {
+  SmallVector<Value> out;
+  for (int64_t e = 0; e < kLaneElems; ++e)
+    out.push_back(g.toF32(vector::ExtractOp::create(g.b, g.loc, vec, e)));
+  return out;
+}
+
+/// Lane `col`'s 8 elements of the row at element `base`, widened to f32.
+SmallVector<Value> loadLane(Gen &g, Value memref, Value base, Type storage,
+                            bool nontemporal) {
+  return widen(g, loadRaw(g, memref, base, storage, nontemporal));
+}
+
+Value xorShuffle(Gen &g, Value v, int64_t offset) {
+  return gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+/// The bounds of row `r`: its CSR range clamped to [0, total] (a malformed
+/// indptr reads nothing outside kv_indices) and its token count.
+struct AttendRow {
+  Value start, n, len;
+};
+
+AttendRow attendRow(Gen &g, const AttendPlan &p, Value indptr, Value lastLen,
+                    Value r, Value total, Value numBlocks) {
+  int64_t bs = p.shape.blockSize;
+  Value s = g.toIndex(g.load(indptr, r));
+  Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
+  Value start = g.minU(s, total), end = g.minU(e, total);
+  end = g.select(g.cmpI(arith::CmpIPredicate::ult, end, start), start, end);
+  Value n = g.sub(end, start);
+  Value last = g.toIndex(g.load(lastLen, r));
+  last = g.minI(g.maxI(last, g.idx(0)), g.idx(bs));
+  Value full = g.mul(g.sub(g.maxI(n, g.idx(1)), g.idx(1)), g.idx(bs));
+  Value none = g.orI(g.cmpI(arith::CmpIPredicate::eq, n, g.idx(0)),
+                     g.cmpI(arith::CmpIPredicate::eq, numBlocks, g.idx(0)));
+  Value len = g.select(none, g.idx(0), g.add(full, last));
+  return {start, n, len};
+}
+
+/// What one pass of a split CTA works on.
+struct PassState {
+  const AttendPlan &p;
+  Value k, v, indices, start, numBlocks, tBeg, tEnd, col, colLoad, gi;
+  SmallVector<Value> q;      // [headsPerPass][8], scaled by sm_scale log2 e
+  SmallVector<Value> visEnd; // per head: tokens it sees end here
+};
+
+/// Element offset of token `t`'s row in the pool (0 for a token out of the
+/// CTA's range: its loads stay in bounds and are masked).
+Value tokenOffset(Gen &g, const PassState &st, Value t) {
+  int64_t bs = st.p.shape.blockSize, d = st.p.shape.headDim;
+  Value valid = g.lt(t, st.tEnd);
+  return g.ifElse(
+      valid, g.b.getIndexType(),
+      [&](Gen &x) -> SmallVector<Value> {
+        Value pos = x.add(st.start, x.divU(t, x.idx(bs)));
+        Value bid = x.toIndex(x.load(st.indices, pos));
+        // A bad block id reads the last block instead of faulting.
+        bid = x.minU(bid, x.sub(st.numBlocks, x.idx(1)));
+        Value row = x.add(x.mul(bid, x.idx(bs)), x.remU(t, x.idx(bs)));
+        return {x.mul(row, x.idx(d))};
+      },
+      [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
+}
+
+/// One iteration of a group: loads its tokens' K and V rows (or, with
+/// prefetch, the next iteration's), then folds them into the online softmax
+/// of every head. `carry` is m[h], l[h], acc[h][8], the offsets of the
+/// tokens to load, then with prefetch the loaded K and V rows; returns the
+/// next carry.
+SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
+                                   ValueRange carry) {
+  const AttendPlan &p = st.p;
+  int64_t hp = p.headsPerPass, nt = p.tokens;
+  Type kvType = p.shape.kvType;
+  SmallVector<Value> m(carry.begin(), carry.begin() + hp);
+  SmallVector<Value> l(carry.begin() + hp, carry.begin() + 2 * hp);
+  SmallVector<Value> acc(carry.begin() + 2 * hp,
+                         carry.begin() + 2 * hp + hp * kLaneElems);
+  ValueRange rest = carry.drop_front(2 * hp + hp * kLaneElems);
+  ValueRange offs = rest.take_front(nt);
+  Value base = g.add(st.tBeg, g.add(g.mul(it, g.idx(p.chunk)), st.gi));
+  SmallVector<Value> tok;
+  for (int64_t k = 0; k < nt; ++k)
+    tok.push_back(g.add(base, g.idx(k * p.groups)));
+  // Every K and V load of the iteration is issued before any is used.
+  SmallVector<Value> kRaw, vRaw, loaded;
+  for (Value memref : {st.k, st.v})
+    for (int64_t k = 0; k < nt; ++k)
+      loaded.push_back(
+          loadRaw(g, memref, g.add(offs[k], st.colLoad), kvType, true));
+  if (p.prefetch) {
+    kRaw.assign(rest.begin() + nt, rest.begin() + 2 * nt);
+    vRaw.assign(rest.begin() + 2 * nt, rest.begin() + 3 * nt);
+  } else {
+    kRaw.assign(loaded.begin(), loaded.begin() + nt);
+    vRaw.assign(loaded.begin() + nt, loaded.end());
+  }
+  SmallVector<Value> next;
+  int64_t ahead = p.prefetch ? 2 : 1;
+  for (int64_t k = 0; k < nt; ++k)
+    next.push_back(
+        tokenOffset(g, st, g.add(tok[k], g.idx(ahead * p.chunk))));
+  SmallVector<SmallVector<Value>> kr, vr;
+  for (int64_t k = 0; k < nt; ++k) {
+    kr.push_back(widen(g, kRaw[k]));
+    vr.push_back(widen(g, vRaw[k]));
+  }
+
+  // Scores in log2 units; a masked token is -inf by select, so a NaN in an
+  // unwritten slot of the pool never reaches the softmax.
+  SmallVector<Value> s(nt * hp);
+  Value colOk = p.paddedLanes() ? g.lt(st.col, g.idx(p.shape.headDim))
+                                : Value();
+  for (int64_t k = 0; k < nt; ++k) {
+    for (int64_t h = 0; h < hp; ++h) {
+      Value dot = g.mulF(st.q[h * kLaneElems], kr[k][0]);
+      for (int64_t e = 1; e < kLaneElems; ++e)
+        dot = math::FmaOp::create(g.b, g.loc, st.q[h * kLaneElems + e],
+                                  kr[k][e], dot);
+      if (colOk)
+        dot = g.select(colOk, dot, g.f32(0.0));
+      for (int64_t off = p.lanes / 2; off >= 1; off /= 2)
+        dot = g.addF(dot, xorShuffle(g, dot, off));
+      s[k * hp + h] = g.select(g.lt(tok[k], st.visEnd[h]), dot, negInf(g));
+    }
+  }
+  SmallVector<Value> valid;
+  for (int64_t k = 0; k < nt; ++k)
+    valid.push_back(g.lt(tok[k], st.tEnd));
+  SmallVector<Value> out;
+  SmallVector<Value> newL, newAcc;
+  for (int64_t h = 0; h < hp; ++h) {
+    Value mc = s[h];
+    for (int64_t k = 1; k < nt; ++k)
+      mc = g.maxF(mc, s[k * hp + h]);
+    Value mNew = g.maxF(m[h], mc);
+    Value alpha =
+        g.select(isNegInf(g, m[h]), g.f32(0.0), exp2(g, g.subF(m[h], mNew)));
+    Value lh = g.mulF(l[h], alpha);
+    SmallVector<Value> a;
+    for (int64_t e = 0; e < kLaneElems; ++e)
+      a.push_back(g.mulF(acc[h * kLaneElems + e], alpha));
+    for (int64_t k = 0; k < nt; ++k) {
+      Value sk = s[k * hp + h];
+      Value pk = g.select(isNegInf(g, sk), g.f32(0.0),
+                          exp2(g, g.subF(sk, mNew)));
+      lh = g.addF(lh, pk);
+      for (int64_t e = 0; e < kLaneElems; ++e) {
+        // Select, not a product with 0: p v would be NaN for a NaN v.
+        Value ve = g.select(valid[k], vr[k][e], g.f32(0.0));
+        a[e] = math::FmaOp::create(g.b, g.loc, pk, ve, a[e]);
+      }
+    }
+    out.push_back(mNew);
+    newL.push_back(lh);
+    llvm::append_range(newAcc, a);
+  }
+  llvm::append_range(out, newL);
+  llvm::append_range(out, newAcc);
+  llvm::append_range(out, next);
+  if (p.prefetch)
+    llvm::append_range(out, loaded);
+  return out;
+}
+
+/// Buffers and indices of the split kernel.
+struct SplitArgs {
+  Value q, k, v, indptr, indices, lastLen, smScale, o, lse, partialO,
+      partialLse, splits;
+};
+
+/// One pass over heads [h0, h0 + headsPerPass): the groups' loop, their
+/// merge in shared memory and the stores.
+void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
+              const AttendRow &row, PassState st, Value h0, Value r,
+              Value split, Value smM, Value smL, Value smAcc, Value tid) {
+  int64_t hp = p.headsPerPass, d = p.shape.headDim, heads = p.heads;
+  int64_t T = p.shape.queryTokens, G = p.shape.groupSize;
+  Value scale = g.mulF(g.load(a.smScale, g.idx(0)), g.f32(kLog2e));
+  for (int64_t h = 0; h < hp; ++h) {
+    Value head = g.add(h0, g.idx(h));
+    Value headOk = p.partialPass() ? g.lt(head, g.idx(heads)) : Value();
+    Value safeHead = headOk ? g.select(headOk, head, g.idx(0)) : head;
+    Value qBase = g.add(g.mul(g.add(g.mul(r, g.idx(heads)), safeHead),
+                              g.idx(d)),
+                        st.colLoad);
+    SmallVector<Value> qv = loadLane(g, a.q, qBase, p.shape.qType, false);
+    for (Value x : qv) {
+      Value scaled = g.mulF(x, scale);
+      if (headOk)
+        scaled = g.select(headOk, scaled, g.f32(0.0));
+      st.q.push_back(scaled);
+    }
+    // Query token t = head / G sees all but the last T - 1 - t tokens.
+    Value hidden = g.sub(g.idx(T - 1), g.divU(safeHead, g.idx(G)));
+    Value vis = g.minI(st.tEnd, g.sub(row.len, hidden));
+    if (headOk)
+      vis = g.select(headOk, vis, g.idx(0));
+    st.visEnd.push_back(vis);
+  }
+  SmallVector<Value> init;
+  for (int64_t h = 0; h < hp; ++h)
+    init.push_back(negInf(g));
+  for (int64_t i = 0; i < hp * (1 + kLaneElems); ++i)
+    init.push_back(g.f32(0.0));
+  SmallVector<Value> first;
+  for (int64_t k = 0; k < p.tokens; ++k)
+    first.push_back(tokenOffset(
+        g, st, g.add(st.tBeg, g.add(st.gi, g.idx(k * p.groups)))));
+  if (p.prefetch) {
+    // The first iteration's rows, and the second's offsets.
+    SmallVector<Value> rows;
+    for (Value memref : {st.k, st.v})
+      for (int64_t k = 0; k < p.tokens; ++k)
+        rows.push_back(loadRaw(g, memref, g.add(first[k], st.colLoad),
+                               p.shape.kvType, true));
+    for (int64_t k = 0; k < p.tokens; ++k)
+      init.push_back(tokenOffset(
+          g, st,
+          g.add(st.tBeg, g.add(st.gi, g.idx(p.chunk + k * p.groups)))));
+    llvm::append_range(init, rows);
+  } else {
+    llvm::append_range(init, first);
+  }
+  Value iters = g.ceilDiv(g.sub(st.tEnd, st.tBeg), g.idx(p.chunk));
+  auto loop = g.forLoop(g.idx(0), iters, init,
+                        [&](Gen &x, Value it, ValueRange carry) {
+                          return attendIteration(x, st, it, carry);
+                        });
+  ValueRange res = loop.getResults();
+
+  // Each group's state into shared memory; lane 0 of a group writes m, l.
+  Value slot0 = g.mul(st.gi, g.idx(hp));
+  Value lead = g.cmpI(arith::CmpIPredicate::eq,
+                      g.remU(tid, g.idx(p.lanes)), g.idx(0));
+  g.ifThen(lead, [&](Gen &x) {
+    for (int64_t h = 0; h < hp; ++h) {
+      x.store(res[h], smM, x.add(slot0, x.idx(h)));
+      x.store(res[hp + h], smL, x.add(slot0, x.idx(h)));
+    }
+  });
+  for (int64_t h = 0; h < hp; ++h)
+    for (int64_t e = 0; e < kLaneElems; ++e)
+      g.store(res[2 * hp + h * kLaneElems + e], smAcc,
+              g.add(g.mul(g.add(slot0, g.idx(h)), g.idx(p.paddedDim)),
+                    g.add(st.col, g.idx(e))));
+  gpu::BarrierOp::create(g.b, g.loc);
+
+  // Merge the groups: thread-strided over (head, column).
+  Value slots = g.divU(g.extent(a.partialLse), g.idx(heads));
+  Value slot = g.add(g.mul(r, a.splits), split);
+  Value single = g.cmpI(arith::CmpIPredicate::eq, a.splits, g.idx(1));
+  strided(g, g.idx(0), g.idx(hp * d), tid, kThreads, {},
+          [&](Gen &x, Value pos, ValueRange) -> SmallVector<Value> {
+            Value h = x.divU(pos, x.idx(d)), c = x.remU(pos, x.idx(d));
+            Value mMax = negInf(x);
+            for (int64_t gr = 0; gr < p.groups; ++gr)
+              mMax = x.maxF(mMax, x.load(smM, x.add(x.idx(gr * hp), h)));
+            Value lSum = x.f32(0.0), oSum = x.f32(0.0);
+            for (int64_t gr = 0; gr < p.groups; ++gr) {
+              Value sl = x.add(x.idx(gr * hp), h);
+              Value mg = x.load(smM, sl);
+              Value w = x.select(isNegInf(x, mg), x.f32(0.0),
+                                 exp2(x, x.subF(mg, mMax)));
+              lSum = math::FmaOp::create(x.b, x.loc, w, x.load(smL, sl), lSum);
+              Value av = x.load(
+                  smAcc, x.add(x.mul(sl, x.idx(p.paddedDim)), c));
+              oSum = math::FmaOp::create(x.b, x.loc, w, av, oSum);
+            }
+            Value has = x.cmpF(arith::CmpFPredicate::OGT, lSum, x.f32(0.0));
+            Value val = x.select(has, x.divF(oSum, lSum), x.f32(0.0));
+            Value lg = math::Log2Op::create(x.b, x.loc, lSum);
+            Value lse = x.select(
+                has, x.mulF(x.addF(mMax, lg), x.f32(kLn2)), negInf(x));
+            Value head = x.add(h0, h);
+            Value ok = x.lt(head, x.idx(heads));
+            Value first = x.cmpI(arith::CmpIPredicate::eq, c, x.idx(0));
+            x.ifThen(x.andI(ok, single), [&](Gen &y) {
+              Value oh = y.add(y.mul(r, y.idx(heads)), head);
+              y.store(y.fromF32(val, p.shape.qType), a.o,
+                      y.add(y.mul(oh, y.idx(d)), c));
+              y.ifThen(first, [&](Gen &z) { z.store(lse, a.lse, oh); });
+            });
+            Value fits = x.andI(x.notI(single), x.lt(slot, slots));
+            x.ifThen(x.andI(ok, fits), [&](Gen &y) {
+              Value sh = y.add(y.mul(slot, y.idx(heads)), head);
+              y.store(val, a.partialO, y.add(y.mul(sh, y.idx(d)), c));
+              y.ifThen(first, [&](Gen &z) { z.store(lse, a.partialLse, sh); });
+            });
+            return {};
+          });
+  // The next pass reuses the shared buffers.
+  gpu::BarrierOp::create(g.b, g.loc);
+}
+
+void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
+                   const SplitArgs &a) {
+  int64_t bs = p.shape.blockSize, d = p.shape.headDim;
+  int64_t slotsPerCTA = p.groups * p.headsPerPass;
+  Value smM = sharedBuffer(func, slotsPerCTA, g.b.getF32Type());
+  Value smL = sharedBuffer(func, slotsPerCTA, g.b.getF32Type());
+  Value smAcc =
+      sharedBuffer(func, slotsPerCTA * p.paddedDim, g.b.getF32Type());
+  Value r = gpu::BlockIdOp::create(g.b, g.loc, gpu::Dimension::x);
+  Value split = gpu::BlockIdOp::create(g.b, g.loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(g.b, g.loc, gpu::Dimension::x);
+  Value lane = g.remU(tid, g.idx(32));
+  Value gi = g.add(g.mul(g.divU(tid, g.idx(32)), g.idx(32 / p.lanes)),
+                   g.divU(lane, g.idx(p.lanes)));
+  Value col = g.mul(g.remU(lane, g.idx(p.lanes)), g.idx(kLaneElems));
+  // Padding lanes load column 0 of the row (in bounds) and add nothing.
+  Value colLoad = p.paddedLanes()
+                      ? g.select(g.lt(col, g.idx(d)), col, g.idx(0))
+                      : col;
+  Value total = g.extent(a.indices);
+  Value numBlocks = g.divU(g.extent(a.k), g.idx(bs * d));
+  AttendRow row = attendRow(g, p, a.indptr, a.lastLen, r, total, numBlocks);
+  // Split `split` of `splits` takes whole blocks.
+  Value perSplit = g.ceilDiv(row.n, a.splits);
+  Value tBeg = g.minI(g.mul(g.mul(split, perSplit), g.idx(bs)), row.len);
+  Value tEnd = g.minI(g.add(tBeg, g.mul(perSplit, g.idx(bs))), row.len);
+  PassState st{p,     a.k,  a.v,    a.indices, row.start, numBlocks, tBeg,
+               tEnd,  col,  colLoad, gi,       {},        {}};
+  g.forLoop(g.idx(0), g.idx(p.passes), {},
+            [&](Gen &x, Value pass, ValueRange) -> SmallVector<Value> {
+              Value h0 = x.mul(pass, x.idx(p.headsPerPass));
+              emitPass(x, p, a, row, st, h0, r, split, smM, smL, smAcc, tid);
+              return {};
+            });
+}
+
+/// The combine kernel's body: row r's splits merged by their lse.
+void emitCombineBody(Gen &g, const AttendPlan &p, Value partialO,
+                     Value partialLse, Value o, Value lse, Value splits) {
+  int64_t d = p.shape.headDim, heads = p.heads;
+  Value r = gpu::BlockIdOp::create(g.b, g.loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(g.b, g.loc, gpu::Dimension::x);
+  Value slots = g.divU(g.extent(partialLse), g.idx(heads));
+  // At one split the split kernel stored o and lse itself.
+  Value used = g.minI(splits, g.sub(slots, g.minI(g.mul(r, splits), slots)));
+  Value many = g.cmpI(arith::CmpIPredicate::sgt, splits, g.idx(1));
+  g.ifThen(many, [&](Gen &x) {
+    strided(x, x.idx(0), x.idx(heads * d), tid, kThreads, {},
+            [&](Gen &y, Value pos, ValueRange) -> SmallVector<Value> {
+              Value h = y.divU(pos, y.idx(d)), c = y.remU(pos, y.idx(d));
+              auto lseAt = [&](Gen &z, Value s) {
+                Value sh = z.add(z.mul(z.add(z.mul(r, splits), s),
+                                       z.idx(heads)),
+                                 h);
+                return std::make_pair(sh, z.load(partialLse, sh));
+              };
+              Value mMax =
+                  y.forLoop(y.idx(0), used, {negInf(y)},
+                            [&](Gen &z, Value s, ValueRange acc) {
+                              return SmallVector<Value>{
+                                  z.maxF(acc[0], lseAt(z, s).second)};
+                            })
+                      .getResult(0);
+              auto sums = y.forLoop(
+                  y.idx(0), used, {y.f32(0.0), y.f32(0.0)},
+                  [&](Gen &z, Value s, ValueRange acc) {
+                    auto [sh, ls] = lseAt(z, s);
+                    Value w = z.select(
+                        isNegInf(z, ls), z.f32(0.0),
+                        math::ExpOp::create(z.b, z.loc, z.subF(ls, mMax)));
+                    Value ov = z.load(partialO, z.add(z.mul(sh, z.idx(d)), c));
+                    return SmallVector<Value>{
+                        z.addF(acc[0], w),
+                        math::FmaOp::create(z.b, z.loc, w, ov, acc[1])};
+                  });
+              Value wSum = sums.getResult(0), oSum = sums.getResult(1);
+              Value has = y.cmpF(arith::CmpFPredicate::OGT, wSum, y.f32(0.0));
+              Value val = y.select(has, y.divF(oSum, wSum), y.f32(0.0));
+              Value oh = y.add(y.mul(r, y.idx(heads)), h);
+              y.store(y.fromF32(val, p.shape.qType), o,
+                      y.add(y.mul(oh, y.idx(d)), c));
+              y.ifThen(y.cmpI(arith::CmpIPredicate::eq, c, y.idx(0)),
+                       [&](Gen &z) {
+                         Value l = z.addF(
+                             mMax, math::LogOp::create(z.b, z.loc, wSum));
+                         z.store(z.select(has, l, negInf(z)), lse, oh);
+                       });
+              return {};
+            });
+  });
+}
+
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::checkAttendShape(Location loc,
+                                                     const AttendShape &s) {
+  auto fail = [&]() {
+    return emitError(loc, "the GPU attend kernel does not support ");
+  };
+  int64_t d = s.headDim;
+  if (d < 64 || d > 256 || d % kLaneElems != 0)
+    return fail() << "head_dim " << d << " (it takes a multiple of "
+                  << kLaneElems << " in [64, 256])";
+  if (s.blockSize < 1 || s.blockSize > 1024)
+    return fail() << "block_size " << s.blockSize << " (it takes [1, 1024])";
+  if (s.groupSize < 1 || s.queryTokens < 1 ||
+      s.groupSize * s.queryTokens > 256)
+    return fail() << s.queryTokens << " x " << s.groupSize
+                  << " query heads a row (it takes 1 to 256)";
+  if (!isa<BFloat16Type, Float16Type, Float32Type, Float8E4M3FNType,
+           Float8E5M2Type>(s.kvType))
+    return fail() << "kv dtype " << s.kvType;
+  if (!isa<BFloat16Type, Float16Type, Float32Type>(s.qType))
+    return fail() << "q dtype " << s.qType;
+  return success();
+}
+
+LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
+                                                      Location loc,
+                                                      const AttendShape &shape,
+                                                      StringRef name) {
+  if (failed(checkAttendShape(loc, shape)))
+    return failure();
+  AttendPlan p(shape);
+  MLIRContext *mctx = loc.getContext();
+  auto i32 = IntegerType::get(mctx, 32);
+  auto f32 = Float32Type::get(mctx);
+  std::string po = ctx.allocScratchBuffer(
+      std::to_string(kAttendSplitSlots), p.heads, shape.headDim, f32);
+  std::string pl = ctx.allocScratchBuffer(std::to_string(kAttendSplitSlots),
+                                          p.heads, 1, f32);
+  std::string qName = abi::kQuery.str(), oName = abi::kAttnOut.str(),
+              lseName = abi::kAttnLse.str();
+  SmallVector<Param> params = {
+      {qName, true, shape.qType},
+      {"k", true, shape.kvType},
+      {"v", true, shape.kvType},
+      {abi::kKvIndptr.str(), true, i32},
+      {abi::kKvIndices.str(), true, i32},
+      {abi::kKvLastLen.str(), true, i32},
+      {abi::kSmScale.str(), true, f32},
+      {oName, true, shape.qType},
+      {lseName, true, f32},
+      {po, true, f32},
+      {pl, true, f32},
+      {abi::kKvSplits.str(), false, i32}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp split =
+      createKernel(ctx, b, loc, (name + "_split").str(), params, kThreads);
+  {
+    Gen g{b, loc};
+    SplitArgs a;
+    Value *slots[] = {&a.q,       &a.k,       &a.v,   &a.indptr,
+                      &a.indices, &a.lastLen, &a.smScale, &a.o,
+                      &a.lse,     &a.partialO, &a.partialLse, &a.splits};
+    for (auto [i, slot] : llvm::enumerate(slots))
+      *slot = split.getArgument(i);
+    a.splits = g.maxI(g.toIndex(a.splits), g.idx(1));
+    emitSplitBody(g, split, p, a);
+    gpu::ReturnOp::create(b, loc);
+  }
+  recordRowKernel(ctx, split, kThreads, params,
+                  {qName, "k", "v", abi::kKvIndptr.str(),
+                   abi::kKvIndices.str(), abi::kKvLastLen.str(),
+                   abi::kSmScale.str()},
+                  {oName, lseName, po, pl});
+  ctx.abi.kernels.back().step = Step::Attend;
+  ctx.abi.kernels.back().gridKind = "row_splits";
+
+  SmallVector<Param> cparams = {{po, true, f32},
+                                {pl, true, f32},
+                                {oName, true, shape.qType},
+                                {lseName, true, f32},
+                                {abi::kKvSplits.str(), false, i32}};
+  b.setInsertionPointToEnd(ctx.module.getBody());
+  gpu::GPUFuncOp combine =
+      createKernel(ctx, b, loc, (name + "_combine").str(), cparams, kThreads);
+  {
+    Gen g{b, loc};
+    Value splits = g.maxI(g.toIndex(combine.getArgument(4)), g.idx(1));
+    emitCombineBody(g, p, combine.getArgument(0), combine.getArgument(1),
+                    combine.getArgument(2), combine.getArgument(3), splits);
+    gpu::ReturnOp::create(b, loc);
+  }
+  recordRowKernel(ctx, combine, kThreads, cparams, {po, pl},
+                  {oName, lseName});
+  ctx.abi.kernels.back().step = Step::Attend;
+  return success();
+}

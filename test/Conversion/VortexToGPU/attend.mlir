@@ -1,0 +1,137 @@
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="attend=off" | FileCheck %s --check-prefix=OFF
+//
+// The PTX assembles, and the manifest records the attend step.
+// REQUIRES: ptxas
+// RUN: rm -rf %t && mkdir -p %t && split-file %s %t
+// RUN: vortex-compile %t/bf16.mlir --target=sm_90 -o %t/out
+// RUN: vortex-compile %t/e4m3.mlir --target=sm_90 -o %t/out
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/out/att_bf16.manifest.json
+// RUN: od -An -c -N4 %t/out/att_e4m3.cubin | FileCheck %s --check-prefix=ELF
+
+// The attend step (docs/gpu.md, "Attention"): a split kernel of one CTA per
+// (row, split) and a combine kernel. A group of 16 lanes holds a D = 128
+// row, 16 bytes a lane; each iteration loads 4 tokens' K and V rows once,
+// for all 8 heads of the row (no other K/V load in the kernel), and the dot
+// products reduce over the group's lanes with xor shuffles.
+
+//--- bf16.mlir
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @att_bf16
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// CHECK-LABEL: gpu.func @att_bf16_attend_split(
+// CHECK-SAME: %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xf32>, %{{.+}}: i32)
+// CHECK-SAME: workgroup(
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK: gpu.block_id  y
+// The q rows of the 8 heads, once.
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
+// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
+// CHECK: math.exp2
+// CHECK: scf.yield
+// CHECK: gpu.barrier
+// CHECK: math.log2
+// CHECK: gpu.return
+
+// CHECK-LABEL: gpu.func @att_bf16_attend_combine(
+// CHECK-SAME: %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: i32)
+// CHECK: arith.cmpi sgt
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: gpu.return
+
+// OFF-NOT: _attend_
+
+// MANIFEST: "attend": {
+// MANIFEST-NEXT: "args": [
+// MANIFEST-NEXT: "q",
+// MANIFEST-NEXT: "k",
+// MANIFEST-NEXT: "v",
+// MANIFEST-NEXT: "kv_indptr",
+// MANIFEST-NEXT: "kv_indices",
+// MANIFEST-NEXT: "kv_last_len",
+// MANIFEST-NEXT: "o",
+// MANIFEST-NEXT: "lse",
+// MANIFEST-NEXT: "sm_scale"
+// MANIFEST: "kind": "row_splits"
+// MANIFEST: "kernel": "att_bf16_attend_split"
+// MANIFEST: "name": "kv_splits"
+// MANIFEST: "shared_bytes": 33280
+// MANIFEST: "kind": "rows"
+// MANIFEST: "kernel": "att_bf16_attend_combine"
+// MANIFEST: "name": "kv_splits"
+// MANIFEST: "pdl": true
+// The split partials: kAttendSplitSlots row-splits of [T x G, D] f32.
+// MANIFEST: 2048,
+// MANIFEST-NEXT: 8,
+// MANIFEST-NEXT: 128
+
+// -----
+
+// fp8 k and v, D = 80 and T = 2: 8 bytes a lane, 16 lanes of which 10 hold
+// columns (the padding lanes load column 0 and add nothing), and query
+// token t's heads see all but the last 1 - t tokens.
+
+//--- e4m3.mlir
+!kv = !vortex.vtensor<?x32x80xf8E4M3FN, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x6x80xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x80xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x80xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x80xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @att_e4m3
+    config = #vortex.config<block_size = 32, page_size = 32, head_dim = 80,
+        group_size = 3, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = f8E4M3FN>
+    fields(centroids = [1, 80])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// CHECK-LABEL: gpu.func @att_e4m3_attend_split(
+// CHECK-SAME: %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf8E4M3FN>, %{{.+}}: memref<?xf8E4M3FN>
+// The padding lanes' column.
+// CHECK: arith.cmpi slt, %{{.+}}, %c80
+// CHECK: arith.divui %{{.+}}, %c3
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 8 : i64, nontemporal = true} : memref<?xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK-NOT: vector.load
+// CHECK: arith.extf %{{.+}} : f8E4M3FN to f32
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @att_e4m3_attend_combine(
+
+// ELF: 177 E L F
