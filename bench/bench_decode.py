@@ -5,8 +5,14 @@ against their bytes floors and against peers, in one process on one GPU.
 
     python3 bench/bench_decode.py --artifacts DIR [--quick | --full]
         [--out OUTDIR] [--flows ...] [--batch 1 8 64] [--tokens 8192 ...]
-        [--groups 8 5] [--mem-gb 60] [--budget-s 330]
+        [--groups 8 5] [--mem-gb 60] [--budget-s 330] [--flex-dynamic]
     python3 bench/bench_decode.py --selftest-cpu [--artifacts CPU_DIR]
+
+--quick (the default): G 8, L 32K, B 1, 8, 64, both flows (3 data sets).
+--full: G 8 and 5, L 32K, 8K, 128K, B 1, 8, 64 (18 data sets), in that
+order; once --budget-s seconds have passed the combos left are skipped and
+listed (the run must stay under ~6 minutes; flex_attention compiles once per
+shape, --flex-dynamic compiles it with dynamic shapes instead).
 
 DIR holds the sm_90 manifests + cubins of scripts/build-decode-artifacts.sh
 (`<flow>_k64_g8`, `<flow>_k64_g5` of gqa_quest_sparse_attention and
@@ -148,9 +154,8 @@ class _AttendKernels:
         self.kernels = m["steps"]["attend"]["kernels"]
         self.funcs = [self._function(m, os.path.dirname(path), k["kernel"])
                       for k in self.kernels]
-        heads = int(m["tensors"]["q"]["shape"][1])
-        dim = int(m["config"]["head_dim"])
         self.scratch: Dict[str, torch.Tensor] = {}
+        slots = []
         for k in self.kernels:
             for p in k["params"]:
                 rec = m["tensors"].get(p["name"])
@@ -159,8 +164,9 @@ class _AttendKernels:
                     numel = math.prod(int(x) for x in rec["shape"])
                     self.scratch[p["name"]] = torch.empty(
                         numel, dtype=torch.float32, device="cuda")
-        self.slots = (min(t.numel() for t in self.scratch.values())
-                      // (heads * dim)) if self.scratch else 0
+                    slots.append(int(rec["shape"][0]))
+        # Row-splits the partials hold ([slots, T x G, D] and [slots, T x G]).
+        self.slots = min(slots) if slots else 0
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.pick = agc.pick_splits
 
@@ -221,7 +227,7 @@ class _AttendKernels:
 def _load_flow(path: str):
     """vortex.load(path); if the loaded vortex refuses the manifest's attend
     step (a runtime older or newer than the kernels' ABI), the flow without
-    it (a temporary copy of the manifest, artifacts by absolute path), so
+    it (a temporary copy of the manifest beside links to its artifacts), so
     that the indexer still runs and attend goes through _AttendKernels."""
     try:
         return vortex.load(path), ""
@@ -231,16 +237,18 @@ def _load_flow(path: str):
         if "attend" not in m.get("steps", {}):
             raise
         note = f"vortex.load refused the attend step: {err!r}"[:300]
-        del m["steps"]["attend"]
+        attend = {k["kernel"] for k in m["steps"].pop("attend")["kernels"]}
         base = os.path.dirname(os.path.abspath(path))
-        for key, val in list(m.get("artifacts", {}).items()):
-            if isinstance(val, str):
-                m["artifacts"][key] = os.path.join(base, val)
-            elif isinstance(val, dict):
-                m["artifacts"][key] = {k: os.path.join(base, v)
-                                       for k, v in val.items()}
-        tmp = os.path.join(tempfile.mkdtemp(prefix="bench_decode_"),
-                           os.path.basename(path))
+        tmpdir = tempfile.mkdtemp(prefix="bench_decode_")
+        art = m.get("artifacts", {})
+        if isinstance(art.get("cubins"), dict):
+            art["cubins"] = {k: v for k, v in art["cubins"].items()
+                             if k not in attend}
+        files = [v for v in art.values() if isinstance(v, str)] + \
+            list(art.get("cubins", {}).values())
+        for name in files:
+            os.symlink(os.path.join(base, name), os.path.join(tmpdir, name))
+        tmp = os.path.join(tmpdir, os.path.basename(path))
         with open(tmp, "w") as f:
             json.dump(m, f)
         print(f"  {os.path.basename(path)}: {note}; loaded without it")
@@ -355,13 +363,14 @@ def sdpa_gather(t, B: int, H: int, G: int, kept: int,
 
 
 _FLEX: Dict[str, Any] = {}
+FLEX_DYNAMIC: Optional[bool] = False   # torch.compile's dynamic= for flex
 
 
 def flex_fn(compiled: bool = True):
     key = "compiled" if compiled else "eager"
     if key not in _FLEX:
         from torch.nn.attention.flex_attention import flex_attention
-        _FLEX[key] = (torch.compile(flex_attention, dynamic=False)
+        _FLEX[key] = (torch.compile(flex_attention, dynamic=FLEX_DYNAMIC)
                       if compiled else flex_attention)
     return _FLEX[key]
 
@@ -718,6 +727,15 @@ def run_combo(args, flows: List[Tuple[Manifest, "Ours"]], G: int, B: int,
             us, db = measure(step, floor_us)
             res[name + "_us"] = us
             res[name + "_dobench_us"] = db
+        # Every contender as a ratio to dense SDPA (time / SDPA's time), for
+        # both methods.
+        names = list(timed) + ["ours_dense"]
+        for suffix in ("_us", "_dobench_us"):
+            sd = dense["sdpa" if suffix == "_us" else "sdpa_db"]
+            key = "vs_dense_sdpa" + ("" if suffix == "_us" else "_dobench")
+            res[key] = {
+                nm: (res.get(nm + suffix) / sd if res.get(nm + suffix) and sd
+                     else None) for nm in names}
         if have:
             try:
                 host = _host_us(lambda: ours.decode(s0, kt), args.host_calls)
@@ -790,10 +808,24 @@ def tables(results: List[Dict[str, Any]], skipped: List[str]) -> str:
             ratio(sd, r.get("idx_flex_us")),
             ratio(sd, r["ours_dense_us"]),
             f(r.get("decode_host_us"))]) + " |")
+    d_names = ["attend", "gather_sdpa", "flex", "decode", "indexer",
+               "idx_gather_sdpa", "idx_flex", "ours_dense"]
+    d_hdr = ["flow", "G", "B", "L"] + [n + " µs" for n in d_names] + [
+        "dense SDPA µs"]
+    d_lines = ["| " + " | ".join(d_hdr) + " |",
+               "|" + "|".join("---" for _ in d_hdr) + "|"]
+    for r in results:
+        d_lines.append("| " + " | ".join(
+            [r["flow"].replace("_attention", ""), str(r["G"]), str(r["B"]),
+             _lk(r["L"])] + [f(r.get(n + "_dobench_us")) for n in d_names]
+            + [f(r["dense_sdpa_dobench_us"])]) + " |")
     out = ("Attention alone (over the flow's selection):\n\n"
            + "\n".join(a_lines) +
            "\n\nWhole decode step (SDPA/x: how many times faster than dense "
-           "SDPA; > 1 is faster):\n\n" + "\n".join(s_lines) + "\n")
+           "SDPA; > 1 is faster):\n\n" + "\n".join(s_lines) +
+           "\n\ntriton.testing.do_bench of one graph replay (L2 flushed by "
+           "its 256 MB write before each call), µs:\n\n"
+           + "\n".join(d_lines) + "\n")
     if skipped:
         out += "\nSkipped:\n\n" + "\n".join("- " + s for s in skipped) + "\n"
     paths = sorted({(r["flow"], r["path"], r["path_note"]) for r in results})
@@ -948,7 +980,13 @@ def main(argv=None) -> int:
     ap.add_argument("--do-bench-ms", type=int, default=40,
                     help="do_bench rep (ms); 0 skips it")
     ap.add_argument("--host-calls", type=int, default=20)
+    ap.add_argument("--flex-dynamic", action="store_true",
+                    help="compile flex_attention with dynamic=None (one "
+                         "dynamic-shape compile instead of one per shape: "
+                         "less compile time, maybe a slower kernel)")
     args = ap.parse_args(argv)
+    global FLEX_DYNAMIC
+    FLEX_DYNAMIC = None if args.flex_dynamic else False
 
     if args.selftest_cpu:
         return selftest_cpu(args)
