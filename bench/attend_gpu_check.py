@@ -76,14 +76,13 @@ class Driver:
 
 
 def pick_splits(rows, total, sms, slots):
-    """The launch rule (docs/gpu.md "Attention"): no split from 2 rows an
-    SM (two waves of the split kernel's 2 CTAs an SM); below, about 4 CTAs
-    an SM, each split at least 8 blocks, rows x splits within the slots."""
-    if rows == 0 or rows >= 2 * sms:
+    """The launch rule (docs/gpu.md "Attention"): about one wave of the
+    split kernel (2 CTAs an SM), each split at least 8 blocks, rows x
+    splits within the slots, at most 32."""
+    if rows == 0:
         return 1
     avg = max(1, total // rows)
-    s = min(-(-4 * sms // rows), avg // 8, slots // rows, 32)
-    return max(1, s)
+    return max(1, min(2 * sms // rows, avg // 8, slots // rows, 32))
 
 
 class Attend:
@@ -120,8 +119,10 @@ class Attend:
         self.occ = [drv.occupancy(f, k["block"][0])
                     for f, k in zip(self.funcs, self.kernels)]
 
-    def run(self, tensors, splits):
+    def prepare(self, tensors, splits):
+        """The launches of one call: (function, grid, threads, params)."""
         rows = tensors["kv_last_len"].numel()
+        out = []
         for f, k in zip(self.funcs, self.kernels):
             vals = []
             for p in k["params"]:
@@ -144,7 +145,26 @@ class Attend:
                 continue  # the combine: nothing to merge
             grid = (rows, splits if kind == "row_splits" else 1, 1)
             if rows:
-                self.drv.launch(f, grid, k["block"][0], vals)
+                out.append((f, grid, k["block"][0], vals))
+        return out
+
+    def launch(self, prepared):
+        for f, grid, threads, vals in prepared:
+            self.drv.launch(f, grid, threads, vals)
+
+    def run(self, tensors, splits):
+        self.launch(self.prepare(tensors, splits))
+
+    def graph(self, tensors, splits):
+        """A CUDA graph of one call's launches."""
+        prepared = self.prepare(tensors, splits)
+        self.launch(prepared)  # warm up
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            self.launch(prepared)
+        g._keep = prepared
+        return g
 
 
 def make_case(a, lens, num_blocks, seed=0):
@@ -242,38 +262,40 @@ def time_us(fn, flush, reps=20):
 
 
 def bench(variants, sms):
-    """Times the split (+ combine) launches of each variant directory at
-    the issue-35 shapes against selected K+V bytes / copy bandwidth."""
+    """Times each variant's launches, replayed from a CUDA graph with L2
+    flushed before each replay, against selected K+V bytes / copy
+    bandwidth (the same flush and median for the copy)."""
     flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
-    # Copy bandwidth: a 1 GiB device-to-device copy (read + write bytes).
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     cp = time_us(lambda: dst.copy_(src), flush, 10)
     bw = 2 * src.numel() / (cp * 1e-6)
     del src, dst
-    print(f"copy bandwidth {bw / 1e9:.0f} GB/s (1 GiB copy {cp:.0f} us)")
-    a0 = variants[0][1]
-    shapes = ((64, 128), (8, 128), (1, 128), (1, 2048), (8, 2048))
-    for reqs, blocks in shapes:
-        rows = reqs * 8
-        lens = [blocks * a0.bs] * rows
-        t = make_case(a0, lens, rows * blocks, seed=1)
-        kvbytes = 2 * rows * blocks * a0.bs * a0.d * t["k"].element_size()
-        floor = kvbytes / bw * 1e6
-        rule = pick_splits(rows, rows * blocks, sms, a0.slots)
-        for vi, (name, a) in enumerate(variants):
-            if vi and (reqs, blocks) not in ((64, 128), (1, 128), (8, 128)):
-                continue
-            tries = {1, rule} if vi else {1, rule, 2 * rule, max(1, rule // 2)}
-            for splits in sorted(x for x in tries if x * rows <= a.slots
-                                 or x == 1):
-                us = time_us(lambda: a.run(t, splits), flush)
+    print(f"copy bandwidth {bw / 1e9:.0f} GB/s (1 GiB copy {cp:.0f} us, "
+          "read + write bytes)")
+    shapes = ((64, 128), (8, 128), (1, 128), (64, 2048), (8, 2048),
+              (1, 2048))
+    for vi, (name, a) in enumerate(variants):
+        for reqs, blocks in shapes if vi == 0 else shapes[:3]:
+            rows = reqs * 8
+            lens = [blocks * a.bs] * rows
+            t = make_case(a, lens, rows * blocks, seed=1)
+            kvbytes = 2 * rows * blocks * a.bs * a.d * t["k"].element_size()
+            floor = kvbytes / bw * 1e6
+            rule = pick_splits(rows, rows * blocks, sms, a.slots)
+            tries = {1, rule} if vi else {1, rule, 2 * rule,
+                                           max(1, rule // 2)}
+            for splits in sorted(x for x in tries
+                                 if x == 1 or x * rows <= a.slots):
+                g = a.graph(t, splits)
+                us = time_us(g.replay, flush, 30)
                 mark = "*" if splits == rule else " "
-                print(f"  {name:12s} B={reqs:3d} rows={rows:4d} blocks="
+                print(f"  {name:26s} B={reqs:3d} rows={rows:4d} blocks="
                       f"{blocks:5d} splits={splits:2d}{mark}: {us:8.1f} us,"
                       f" floor {floor:7.1f} us, {us / floor:.2f}x")
-        del t
-        torch.cuda.empty_cache()
+                del g
+            del t
+            torch.cuda.empty_cache()
 
 
 def main():
@@ -312,7 +334,7 @@ def main():
             a = Attend(drv, d)
             print(f"bench {os.path.basename(d)}: regs {a.regs}, local "
                   f"{a.local}, occupancy {a.occ}")
-            variants.append((os.path.basename(d), a))
+            variants.append((d.replace("att_bs16_", "").rstrip("/"), a))
         bench(variants, sms)
     print("FAILED" if failed else "ALL OK", failed)
 

@@ -69,6 +69,12 @@
 // CHECK-NEXT: llvm.load %{{.+}} : !llvm.ptr -> f32
 // CHECK-LABEL: llvm.func @block_sparse_attention_cache_w0(
 // CHECK-NOT: griddepcontrol
+// The attend step: the split kernel lets the combine launch, which waits
+// before it reads the partials.
+// CHECK-LABEL: llvm.func @block_sparse_attention_attend_split(
+// CHECK: nvvm.griddepcontrol launch_dependents
+// CHECK-LABEL: llvm.func @block_sparse_attention_attend_combine(
+// CHECK: nvvm.griddepcontrol wait
 
 // OFF-NOT: pdl
 // OFF-NOT: griddepcontrol

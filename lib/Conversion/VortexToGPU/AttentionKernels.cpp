@@ -4,9 +4,11 @@
 // tokens of each row's CSR entries. One CTA per (row, KV split) loads each
 // K/V row of its share once, for all of the row's T x G query heads: a
 // group of L lanes holds one token's row (8 elements a lane, 16 bytes for
-// bf16), keeps an online-softmax state per head, and the CTA merges its
-// groups' states through shared memory at the end. Splits write normalized
-// partials and their lse to scratch; a combine kernel merges them by lse.
+// bf16); the dot products reduce-scatter over those lanes, so each lane
+// keeps the online softmax of one head and reads the others' p by
+// shuffles; the CTA merges its groups' states through shared memory.
+// Splits write normalized partials and their lse to scratch; a combine
+// kernel merges them by lse.
 // The split count is a launch parameter, so the text does not depend on it.
 //
 //===----------------------------------------------------------------------===//
@@ -46,6 +48,8 @@ struct AttendPlan {
   /// computes on its own (loaded by the iteration before): 1.3x faster at
   /// 64 x 8 rows of 128 blocks on the H100 (docs/measurements/attend-h100.md).
   bool prefetch = true;
+  /// K and V rows are loaded nontemporal (FlowContext::streamingLoads).
+  bool streaming = true;
 
   AttendPlan(const AttendShape &s) : shape(s) {
     heads = s.queryTokens * s.groupSize;
@@ -136,9 +140,54 @@ AttendRow attendRow(Gen &g, const AttendPlan &p, Value indptr, Value lastLen,
 struct PassState {
   const AttendPlan &p;
   Value k, v, indices, start, numBlocks, tBeg, tEnd, col, colLoad, gi;
-  SmallVector<Value> q;      // [headsPerPass][8], scaled by sm_scale log2 e
-  SmallVector<Value> visEnd; // per head: tokens it sees end here
+  SmallVector<Value> q; // [headsPerPass][8], scaled by sm_scale log2 e
+  /// The head whose scores this lane ends up with (reduceScatter), where
+  /// that head's visible tokens end, and the lane of its group's first
+  /// holder of head h, as a shuffle source.
+  Value ownHead, ownVisEnd, groupBase;
 };
+
+/// Lane offset in a group of the first lane that holds head `h` after
+/// reduceScatter: at the level of offset o that halves c values, the lanes
+/// with bit o keep the upper half.
+int64_t holderOffset(const AttendPlan &p, int64_t h) {
+  int64_t off = 0;
+  for (int64_t c = llvm::PowerOf2Ceil(p.headsPerPass), o = p.lanes / 2;
+       c > 1; c /= 2, o /= 2)
+    if (h & (c / 2))
+      off += o;
+  return off;
+}
+
+/// Sums `part` (one partial per head, padded to a power of two) over the
+/// group's lanes, leaving each lane the total of one head: each level
+/// sends half of the values to the partner lane, so a group of L lanes
+/// shuffles c - 1 + log2(L / c) values instead of c log2 L.
+Value reduceScatter(Gen &g, const AttendPlan &p, SmallVector<Value> part,
+                    Value lane) {
+  int64_t c = part.size(), o = p.lanes / 2;
+  for (; c > 1; c /= 2, o /= 2) {
+    Value upper = g.cmpI(arith::CmpIPredicate::ne,
+                         g.andI(lane, g.idx(o)), g.idx(0));
+    for (int64_t i = 0; i < c / 2; ++i) {
+      Value lo = part[i], hi = part[i + c / 2];
+      Value send = g.select(upper, lo, hi);
+      Value keep = g.select(upper, hi, lo);
+      part[i] = g.addF(keep, xorShuffle(g, send, o));
+    }
+  }
+  for (; o >= 1; o /= 2)
+    part[0] = g.addF(part[0], xorShuffle(g, part[0], o));
+  return part[0];
+}
+
+/// Lane `groupBase + off`'s `v`.
+Value fromLane(Gen &g, Value v, Value groupBase, int64_t off) {
+  Value src = g.toI32(g.add(groupBase, g.idx(off)));
+  return gpu::ShuffleOp::create(g.b, g.loc, v, src, g.i32(32),
+                                gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}
 
 /// Element offset of token `t`'s row in the pool (0 for a token out of the
 /// CTA's range: its loads stay in bounds and are masked).
@@ -159,20 +208,20 @@ Value tokenOffset(Gen &g, const PassState &st, Value t) {
 }
 
 /// One iteration of a group: loads its tokens' K and V rows (or, with
-/// prefetch, the next iteration's), then folds them into the online softmax
-/// of every head. `carry` is m[h], l[h], acc[h][8], the offsets of the
-/// tokens to load, then with prefetch the loaded K and V rows; returns the
-/// next carry.
+/// prefetch, the next iteration's), then folds them into the online
+/// softmax. Each lane keeps the softmax state (m, l) of its own head and
+/// the accumulators of every head for its 8 columns. `carry` is m, l,
+/// acc[h][8], the offsets of the tokens to load, then with prefetch the
+/// loaded K and V rows; returns the next carry.
 SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
                                    ValueRange carry) {
   const AttendPlan &p = st.p;
   int64_t hp = p.headsPerPass, nt = p.tokens;
   Type kvType = p.shape.kvType;
-  SmallVector<Value> m(carry.begin(), carry.begin() + hp);
-  SmallVector<Value> l(carry.begin() + hp, carry.begin() + 2 * hp);
-  SmallVector<Value> acc(carry.begin() + 2 * hp,
-                         carry.begin() + 2 * hp + hp * kLaneElems);
-  ValueRange rest = carry.drop_front(2 * hp + hp * kLaneElems);
+  Value m = carry[0], l = carry[1];
+  SmallVector<Value> acc(carry.begin() + 2,
+                         carry.begin() + 2 + hp * kLaneElems);
+  ValueRange rest = carry.drop_front(2 + hp * kLaneElems);
   ValueRange offs = rest.take_front(nt);
   Value base = g.add(st.tBeg, g.add(g.mul(it, g.idx(p.chunk)), st.gi));
   SmallVector<Value> tok;
@@ -183,7 +232,8 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
   for (Value memref : {st.k, st.v})
     for (int64_t k = 0; k < nt; ++k)
       loaded.push_back(
-          loadRaw(g, memref, g.add(offs[k], st.colLoad), kvType, true));
+          loadRaw(g, memref, g.add(offs[k], st.colLoad), kvType,
+                  p.streaming));
   if (p.prefetch) {
     kRaw.assign(rest.begin() + nt, rest.begin() + 2 * nt);
     vRaw.assign(rest.begin() + 2 * nt, rest.begin() + 3 * nt);
@@ -196,63 +246,61 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
   for (int64_t k = 0; k < nt; ++k)
     next.push_back(
         tokenOffset(g, st, g.add(tok[k], g.idx(ahead * p.chunk))));
-  SmallVector<SmallVector<Value>> kr, vr;
-  for (int64_t k = 0; k < nt; ++k) {
-    kr.push_back(widen(g, kRaw[k]));
-    vr.push_back(widen(g, vRaw[k]));
-  }
 
-  // Scores in log2 units; a masked token is -inf by select, so a NaN in an
-  // unwritten slot of the pool never reaches the softmax.
-  SmallVector<Value> s(nt * hp);
+  // Own-head scores in log2 units; a masked token is -inf by select, so a
+  // NaN in an unwritten slot of the pool never reaches the softmax.
   Value colOk = p.paddedLanes() ? g.lt(st.col, g.idx(p.shape.headDim))
                                 : Value();
+  Value lane = g.remU(gpu::ThreadIdOp::create(g.b, g.loc, gpu::Dimension::x),
+                      g.idx(32));
+  SmallVector<Value> s;
   for (int64_t k = 0; k < nt; ++k) {
+    SmallVector<Value> kf = widen(g, kRaw[k]);
+    SmallVector<Value> part(llvm::PowerOf2Ceil(hp), g.f32(0.0));
     for (int64_t h = 0; h < hp; ++h) {
-      Value dot = g.mulF(st.q[h * kLaneElems], kr[k][0]);
+      Value dot = g.mulF(st.q[h * kLaneElems], kf[0]);
       for (int64_t e = 1; e < kLaneElems; ++e)
         dot = math::FmaOp::create(g.b, g.loc, st.q[h * kLaneElems + e],
-                                  kr[k][e], dot);
-      if (colOk)
-        dot = g.select(colOk, dot, g.f32(0.0));
-      for (int64_t off = p.lanes / 2; off >= 1; off /= 2)
-        dot = g.addF(dot, xorShuffle(g, dot, off));
-      s[k * hp + h] = g.select(g.lt(tok[k], st.visEnd[h]), dot, negInf(g));
+                                  kf[e], dot);
+      part[h] = colOk ? g.select(colOk, dot, g.f32(0.0)) : dot;
     }
+    Value dot = reduceScatter(g, p, part, lane);
+    s.push_back(g.select(g.lt(tok[k], st.ownVisEnd), dot, negInf(g)));
   }
-  SmallVector<Value> valid;
-  for (int64_t k = 0; k < nt; ++k)
-    valid.push_back(g.lt(tok[k], st.tEnd));
-  SmallVector<Value> out;
-  SmallVector<Value> newL, newAcc;
+  Value mNew = m;
+  for (Value sk : s)
+    mNew = g.maxF(mNew, sk);
+  Value alpha =
+      g.select(isNegInf(g, m), g.f32(0.0), exp2(g, g.subF(m, mNew)));
+  Value lNew = g.mulF(l, alpha);
+  SmallVector<Value> pk;
+  for (int64_t k = 0; k < nt; ++k) {
+    pk.push_back(g.select(isNegInf(g, s[k]), g.f32(0.0),
+                          exp2(g, g.subF(s[k], mNew))));
+    lNew = g.addF(lNew, pk.back());
+  }
+  // Every head's alpha and p from the lane that holds it.
+  SmallVector<SmallVector<Value>> vf;
+  for (int64_t k = 0; k < nt; ++k) {
+    vf.push_back(widen(g, vRaw[k]));
+    // Select, not a product with 0: p v would be NaN for a NaN v.
+    for (Value &x : vf.back())
+      x = g.select(g.lt(tok[k], st.tEnd), x, g.f32(0.0));
+  }
+  SmallVector<Value> out = {mNew, lNew};
   for (int64_t h = 0; h < hp; ++h) {
-    Value mc = s[h];
-    for (int64_t k = 1; k < nt; ++k)
-      mc = g.maxF(mc, s[k * hp + h]);
-    Value mNew = g.maxF(m[h], mc);
-    Value alpha =
-        g.select(isNegInf(g, m[h]), g.f32(0.0), exp2(g, g.subF(m[h], mNew)));
-    Value lh = g.mulF(l[h], alpha);
+    int64_t off = holderOffset(p, h);
+    Value ah = fromLane(g, alpha, st.groupBase, off);
     SmallVector<Value> a;
     for (int64_t e = 0; e < kLaneElems; ++e)
-      a.push_back(g.mulF(acc[h * kLaneElems + e], alpha));
+      a.push_back(g.mulF(acc[h * kLaneElems + e], ah));
     for (int64_t k = 0; k < nt; ++k) {
-      Value sk = s[k * hp + h];
-      Value pk = g.select(isNegInf(g, sk), g.f32(0.0),
-                          exp2(g, g.subF(sk, mNew)));
-      lh = g.addF(lh, pk);
-      for (int64_t e = 0; e < kLaneElems; ++e) {
-        // Select, not a product with 0: p v would be NaN for a NaN v.
-        Value ve = g.select(valid[k], vr[k][e], g.f32(0.0));
-        a[e] = math::FmaOp::create(g.b, g.loc, pk, ve, a[e]);
-      }
+      Value ph = fromLane(g, pk[k], st.groupBase, off);
+      for (int64_t e = 0; e < kLaneElems; ++e)
+        a[e] = math::FmaOp::create(g.b, g.loc, ph, vf[k][e], a[e]);
     }
-    out.push_back(mNew);
-    newL.push_back(lh);
-    llvm::append_range(newAcc, a);
+    llvm::append_range(out, a);
   }
-  llvm::append_range(out, newL);
-  llvm::append_range(out, newAcc);
   llvm::append_range(out, next);
   if (p.prefetch)
     llvm::append_range(out, loaded);
@@ -287,17 +335,26 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
         scaled = g.select(headOk, scaled, g.f32(0.0));
       st.q.push_back(scaled);
     }
-    // Query token t = head / G sees all but the last T - 1 - t tokens.
-    Value hidden = g.sub(g.idx(T - 1), g.divU(safeHead, g.idx(G)));
-    Value vis = g.minI(st.tEnd, g.sub(row.len, hidden));
-    if (headOk)
-      vis = g.select(headOk, vis, g.idx(0));
-    st.visEnd.push_back(vis);
   }
-  SmallVector<Value> init;
-  for (int64_t h = 0; h < hp; ++h)
-    init.push_back(negInf(g));
-  for (int64_t i = 0; i < hp * (1 + kLaneElems); ++i)
+  // This lane's head after reduceScatter; query token t = head / G sees
+  // all but the last T - 1 - t tokens; a padding head sees none.
+  Value lane = g.remU(tid, g.idx(32));
+  Value ownHead = g.idx(0);
+  for (int64_t c = llvm::PowerOf2Ceil(hp), o = p.lanes / 2; c > 1;
+       c /= 2, o /= 2)
+    ownHead = g.add(ownHead, g.select(g.cmpI(arith::CmpIPredicate::ne,
+                                             g.andI(lane, g.idx(o)),
+                                             g.idx(0)),
+                                      g.idx(c / 2), g.idx(0)));
+  Value head = g.add(h0, ownHead);
+  Value hidden = g.sub(g.idx(T - 1), g.divU(head, g.idx(G)));
+  Value ownOk = g.andI(g.lt(ownHead, g.idx(hp)), g.lt(head, g.idx(heads)));
+  st.ownHead = ownHead;
+  st.ownVisEnd = g.select(ownOk, g.minI(st.tEnd, g.sub(row.len, hidden)),
+                          g.idx(0));
+  st.groupBase = g.sub(lane, g.remU(lane, g.idx(p.lanes)));
+  SmallVector<Value> init = {negInf(g), g.f32(0.0)};
+  for (int64_t i = 0; i < hp * kLaneElems; ++i)
     init.push_back(g.f32(0.0));
   SmallVector<Value> first;
   for (int64_t k = 0; k < p.tokens; ++k)
@@ -309,7 +366,7 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
     for (Value memref : {st.k, st.v})
       for (int64_t k = 0; k < p.tokens; ++k)
         rows.push_back(loadRaw(g, memref, g.add(first[k], st.colLoad),
-                               p.shape.kvType, true));
+                               p.shape.kvType, p.streaming));
     for (int64_t k = 0; k < p.tokens; ++k)
       init.push_back(tokenOffset(
           g, st,
@@ -325,19 +382,16 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
                         });
   ValueRange res = loop.getResults();
 
-  // Each group's state into shared memory; lane 0 of a group writes m, l.
+  // Each group's state into shared memory; the holders of a head write its
+  // m and l (the same values).
   Value slot0 = g.mul(st.gi, g.idx(hp));
-  Value lead = g.cmpI(arith::CmpIPredicate::eq,
-                      g.remU(tid, g.idx(p.lanes)), g.idx(0));
-  g.ifThen(lead, [&](Gen &x) {
-    for (int64_t h = 0; h < hp; ++h) {
-      x.store(res[h], smM, x.add(slot0, x.idx(h)));
-      x.store(res[hp + h], smL, x.add(slot0, x.idx(h)));
-    }
+  g.ifThen(g.lt(ownHead, g.idx(hp)), [&](Gen &x) {
+    x.store(res[0], smM, x.add(slot0, ownHead));
+    x.store(res[1], smL, x.add(slot0, ownHead));
   });
   for (int64_t h = 0; h < hp; ++h)
     for (int64_t e = 0; e < kLaneElems; ++e)
-      g.store(res[2 * hp + h * kLaneElems + e], smAcc,
+      g.store(res[2 + h * kLaneElems + e], smAcc,
               g.add(g.mul(g.add(slot0, g.idx(h)), g.idx(p.paddedDim)),
                     g.add(st.col, g.idx(e))));
   gpu::BarrierOp::create(g.b, g.loc);
@@ -415,8 +469,9 @@ void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
   Value perSplit = g.ceilDiv(row.n, a.splits);
   Value tBeg = g.minI(g.mul(g.mul(split, perSplit), g.idx(bs)), row.len);
   Value tEnd = g.minI(g.add(tBeg, g.mul(perSplit, g.idx(bs))), row.len);
-  PassState st{p,     a.k,  a.v,    a.indices, row.start, numBlocks, tBeg,
-               tEnd,  col,  colLoad, gi,       {},        {}};
+  PassState st{p,    a.k, a.v,     a.indices, row.start, numBlocks, tBeg,
+               tEnd, col, colLoad, gi,        {},        {},        {},
+               {}};
   g.forLoop(g.idx(0), g.idx(p.passes), {},
             [&](Gen &x, Value pass, ValueRange) -> SmallVector<Value> {
               Value h0 = x.mul(pass, x.idx(p.headsPerPass));
@@ -513,6 +568,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
   if (failed(checkAttendShape(loc, shape)))
     return failure();
   AttendPlan p(shape);
+  p.streaming = ctx.streamingLoads;
   MLIRContext *mctx = loc.getContext();
   auto i32 = IntegerType::get(mctx, 32);
   auto f32 = Float32Type::get(mctx);

@@ -11,9 +11,11 @@
 
 // The attend step (docs/gpu.md, "Attention"): a split kernel of one CTA per
 // (row, split) and a combine kernel. A group of 16 lanes holds a D = 128
-// row, 16 bytes a lane; each iteration loads 4 tokens' K and V rows once,
-// for all 8 heads of the row (no other K/V load in the kernel), and the dot
-// products reduce over the group's lanes with xor shuffles.
+// row, 16 bytes a lane; each K and V row is loaded once, for all 8 heads of
+// the row: the first iteration's 4 tokens before the loop, the next
+// iteration's 4 in each iteration (prefetch), and no other K/V load. The
+// dot products reduce-scatter over the group's lanes with xor shuffles,
+// and each lane reads the other heads' p with indexed shuffles.
 
 //--- bf16.mlir
 !kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
@@ -46,14 +48,18 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: gpu.block_id  y
 // The q rows of the 8 heads, once.
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
 // CHECK: scf.for
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
 // CHECK-NOT: vector.load
-// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32
+// CHECK-COUNT-4: gpu.shuffle  xor %{{.+}}, %c8_i32
+// CHECK-NOT: gpu.shuffle  xor %{{.+}}, %c8_i32
+// CHECK-COUNT-2: gpu.shuffle  xor %{{.+}}, %c4_i32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
 // CHECK: math.exp2
+// CHECK: gpu.shuffle  idx
 // CHECK: scf.yield
 // CHECK: gpu.barrier
 // CHECK: math.log2
@@ -127,6 +133,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // The padding lanes' column.
 // CHECK: arith.cmpi slt, %{{.+}}, %c80
 // CHECK: arith.divui %{{.+}}, %c3
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 8 : i64, nontemporal = true} : memref<?xf8E4M3FN>, vector<8xf8E4M3FN>
 // CHECK: scf.for
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 8 : i64, nontemporal = true} : memref<?xf8E4M3FN>, vector<8xf8E4M3FN>
 // CHECK-NOT: vector.load

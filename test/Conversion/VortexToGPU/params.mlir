@@ -48,7 +48,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // fields, role "parameter", shape [1, r, c] in the flow's dtype, and no step
 // or kernel writes them.
 // CHECK: module attributes {gpu.container_module, vortex.manifest = {
-// CHECK-SAME: steps = {cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
+// CHECK-SAME: steps = {attend = {{.*}}, cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
 // CHECK-SAME: kernel = "lq_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "scale"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}], reads = ["k", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids", "status"]}]
 // CHECK-SAME: writes = ["centroids"]}
 // CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]

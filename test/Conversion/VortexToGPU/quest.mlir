@@ -11,7 +11,7 @@
 // CHECK-SAME: backend = "cuda"
 // CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64
 // CHECK-SAME: flow = "gqa_quest_sparse_attention", source_hash = "{{[0-9a-f]{64}"}}
-// CHECK-SAME: steps = {cache = {args = ["k", "v", "max", "min", "block_ids"]
+// CHECK-SAME: steps = {attend = {{.*}}, cache = {args = ["k", "v", "max", "min", "block_ids"]
 // CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
 // CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "max"}, {kind = "buffer", name = "min"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
 // CHECK-SAME: reads = ["k", "block_ids"]
