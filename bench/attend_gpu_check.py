@@ -76,14 +76,10 @@ class Driver:
 
 
 def pick_splits(rows, total, sms, slots):
-    """The launch rule (docs/gpu.md "Attention"): no split from 2 rows an
-    SM (two waves of the split kernel's 2 CTAs an SM); below, about 4 CTAs
-    an SM, each split at least 8 blocks, rows x splits within the slots."""
-    if rows == 0 or rows >= 2 * sms:
-        return 1
-    avg = max(1, total // rows)
-    s = min(-(-4 * sms // rows), avg // 8, slots // rows, 32)
-    return max(1, s)
+    """The launch rule (docs/gpu.md "Attention"), from its one home,
+    vortex.manifest.kv_splits (what the runtime launches with)."""
+    from vortex.manifest import kv_splits
+    return kv_splits(rows, total // rows if rows else 0, sms, slots)
 
 
 class Attend:
