@@ -76,13 +76,10 @@ class Driver:
 
 
 def pick_splits(rows, total, sms, slots):
-    """The launch rule (docs/gpu.md "Attention"): about one wave of the
-    split kernel (2 CTAs an SM), each split at least 8 blocks, rows x
-    splits within the slots, at most 32."""
-    if rows == 0:
-        return 1
-    avg = max(1, total // rows)
-    return max(1, min(2 * sms // rows, avg // 8, slots // rows, 32))
+    """The launch rule (docs/gpu.md "Attention"), from its one home,
+    vortex.manifest.kv_splits (what the runtime launches with)."""
+    from vortex.manifest import kv_splits
+    return kv_splits(rows, total // rows if rows else 0, sms, slots)
 
 
 class Attend:

@@ -16,6 +16,20 @@ __all__ = ["check_attend_values", "check_decode", "check_decode_manifest",
            "default_scale", "query_tokens"]
 
 
+# `decode` is no manifest step: one op (and one launch plan) that runs the
+# indexer, then attend over the sparse CSR it wrote. Its arguments are the
+# indexer's, then these; attend's CSR arguments are the indexer's sparse
+# CSR (DECODE_CSR).
+DECODE_TAIL = ("kv_last_len", "o", "lse", "sm_scale")
+DECODE_CSR = {"kv_indptr": "sparse_kv_indptr",
+              "kv_indices": "sparse_kv_indices"}
+
+
+def decode_args(manifest: Any) -> tuple:
+    """The `decode` op's arguments, in call order."""
+    return tuple(manifest.steps["indexer"].args) + DECODE_TAIL
+
+
 def default_scale(head_dim: int) -> float:
     """The softmax scale when none is given: 1 / sqrt(head_dim)."""
     return 1.0 / math.sqrt(head_dim)

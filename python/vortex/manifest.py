@@ -23,10 +23,12 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
 __all__ = [
-    "MANIFEST_VERSION", "DTYPES", "OPTIONAL_STEPS", "SYMBOLS", "Dim",
+    "ATTEND_SPLIT_SLOTS", "LAUNCH_VALUES", "MANIFEST_VERSION", "DTYPES",
+    "OPTIONAL_STEPS", "SYMBOLS", "Dim",
     "KernelSpec", "Manifest",
     "ParamSpec", "StepSpec", "TensorSpec", "budget", "check_csr",
-    "dtype_name", "grid_size", "resolve_symbols", "selected_count",
+    "dtype_name", "grid_size", "kv_splits", "resolve_symbols",
+    "selected_count",
     "validate_step",
 ]
 
@@ -49,12 +51,25 @@ _BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
 
 SYMBOLS = ("rows", "total", "num_blocks", "num_new", "num_slots")
 # Steps a back end may leave out (docs/manifest.md): `attend` (decode
-# attention over a CSR) is written by the CPU back end only, for now.
+# attention over a CSR), which the GPU back end writes only for the shapes
+# its kernels support.
 OPTIONAL_STEPS = ("attend",)
+# Launch values: scalar parameters that are neither a symbol nor a manifest
+# constant, chosen by the runtime at each launch from the shapes
+# (`launch_values`). `kv_splits` is FlowABI.h's `kKvSplits`.
+LAUNCH_VALUES = ("kv_splits",)
 _ROLES = ("input", "cache", "output", "scratch", "parameter", "status")
 # Roles the runtime owns: never step arguments.
 _INTERNAL = ("scratch", "status")
-_GRIDS = ("persistent", "rows", "items", "fixed", "host")
+# `row_splits`: rows x kv_splits CTAs (x the row, y the split; the attend
+# step's split kernel, docs/gpu.md "Attention").
+_GRIDS = ("persistent", "rows", "row_splits", "items", "fixed", "host")
+# The attend step's partial-result slots (rows x kv_splits at most): the
+# leading extent of its two scratch tensors, `kAttendSplitSlots` in
+# lib/Conversion/VortexToGPU/KernelBuilder.h.
+ATTEND_SPLIT_SLOTS = 2048
+# The most splits of a row (docs/gpu.md "Attention").
+_MAX_KV_SPLITS = 32
 INT32_MAX = 2 ** 31 - 1
 
 
@@ -465,6 +480,20 @@ class Manifest:
             if axis in grid:
                 _bounded(where, f"grid {axis}", grid[axis], 1, 65535)
         params = tuple(self._parse_param(where, p) for p in raw_params)
+        if kind == "row_splits":
+            # The y extent is the launch's kv_splits: the kernel must take
+            # it, and no fixed y may contradict it.
+            if "y" in grid:
+                raise _fail(where, "grid 'row_splits' with a fixed y (its y "
+                            "is the launch's kv_splits)")
+            if not any(p.kind == "scalar" and p.name == "kv_splits"
+                       and p.value is None for p in params):
+                raise _fail(where, "grid 'row_splits' of a kernel without "
+                            "the scalar param 'kv_splits'")
+        for p in params:
+            if p.name in LAUNCH_VALUES and p.dtype != "i32":
+                raise _fail(where, f"scalar {p.name!r} must be i32, not "
+                            f"{p.dtype!r}")
         reads = tuple(str(x) for x in k.get("reads", ()))
         writes = tuple(str(x) for x in k.get("writes", ()))
         for t in reads + writes:
@@ -499,9 +528,10 @@ class Manifest:
             if dtype not in ("i32", "i64"):
                 raise _fail(where, f"scalar {pname!r} of dtype {dtype!r}")
             value = p.get("value")
-            if value is None and pname not in SYMBOLS:
+            if value is None and pname not in SYMBOLS + LAUNCH_VALUES:
                 raise _fail(where, f"scalar param {pname!r} is neither a "
-                            "symbol nor a constant")
+                            "symbol, a constant nor a launch value "
+                            f"({', '.join(LAUNCH_VALUES)})")
             return ParamSpec(pname, "scalar", dtype,
                              None if value is None else int(value))
         raise _fail(where, f"param {pname!r} of unknown kind {pkind!r}")
@@ -879,6 +909,9 @@ def grid_size(spec: KernelSpec, symbols: Mapping[str, int], num_sms: int,
         x = num_sms * per_sm
     elif kind == "rows":
         x = symbols["rows"]
+    elif kind == "row_splits":
+        return (int(symbols["rows"]), int(symbols["kv_splits"]),
+                int(g.get("z", 1)))
     elif kind == "items":
         x = -(-symbols[g["of"]] // int(g["per_cta"]))
     elif kind == "host":
@@ -886,6 +919,21 @@ def grid_size(spec: KernelSpec, symbols: Mapping[str, int], num_sms: int,
     else:  # fixed
         x = int(g["x"])
     return (int(x), int(g.get("y", 1)), int(g.get("z", 1)))
+
+
+def kv_splits(rows: int, mean_len: int, num_sms: int,
+              slots: int = ATTEND_SPLIT_SLOTS) -> int:
+    """The attend step's split count (docs/gpu.md "Attention"; FlowABI.h
+    `kKvSplits`), the one definition of the rule: from the row count and
+    the mean row length in blocks (both known from the shapes, so the
+    choice never reads the device). About one wave of the split kernel (2
+    CTAs an SM), each split at least 8 blocks, rows x splits within the
+    partials' `slots`, at most 32; 1 from 2 rows an SM on."""
+    rows, mean_len, num_sms = int(rows), int(mean_len), int(num_sms)
+    if rows <= 0:
+        return 1
+    return max(1, min(2 * num_sms // rows, mean_len // 8, slots // rows,
+                      _MAX_KV_SPLITS))
 
 
 def choose_launches(specs: Sequence[KernelSpec],

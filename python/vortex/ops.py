@@ -34,8 +34,8 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import native
-from .attention import (check_attend_values, check_decode_manifest,
-                        default_scale)
+from .attention import (DECODE_TAIL, check_attend_values,
+                        check_decode_manifest, default_scale)
 from .cpu import CPUFlow
 from .environment import import_torch
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
@@ -75,7 +75,7 @@ def _fake_impl(names: Tuple[str, ...]):
 # `decode` is no manifest step: one op that runs the indexer, then attend
 # over the sparse CSR it wrote, so that bad input is refused before either
 # writes anything (and torch.compile sees one op).
-_DECODE_TAIL = ("kv_last_len", "o", "lse", "sm_scale")
+_DECODE_TAIL = DECODE_TAIL
 
 
 def _signature(manifest: Manifest,
@@ -303,7 +303,7 @@ class Flow:
             ["block_ids"] + (["slot_of_ptr"] if self.slotted else []),
             self.param_names)
         # attend: decode attention over a CSR (optional in a manifest: the
-        # GPU back end does not write it yet).
+        # GPU back end writes it only for the shapes its kernels support).
         self._attend = self.attend_op = None
         if "attend" in m.steps:
             self._attend = _register(m, "attend", self.runtime)
@@ -597,7 +597,8 @@ class Flow:
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
-                "attend step (the GPU back end does not emit it yet)")
+                "attend step (the GPU back end emits it only for the shapes "
+                "its kernels support, docs/gpu.md \"Attention\")")
         try:
             o, lse, sm_scale = self._attend_outputs(q, o, lse, sm_scale)
         except AttributeError as err:
@@ -634,7 +635,8 @@ class Flow:
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
-                "attend step (the GPU back end does not emit it yet)")
+                "attend step (the GPU back end emits it only for the shapes its "
+                "kernels support, docs/gpu.md \"Attention\")")
         check_decode_manifest(self.manifest)
         try:
             if sparse_kv_indptr is None:

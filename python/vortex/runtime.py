@@ -13,6 +13,11 @@ tensors. The public way to run a flow is its torch ops (`vortex.load`,
   native launcher (`vortex.native`) caches plans per argument signature and
   launches them without Python; `run_step` executes one here through ctypes
   (the fallback, and the way to launch a subset of a step's kernels).
+  `plan("attend", ...)` launches the split kernel on `rows x kv_splits`
+  CTAs (`manifest.kv_splits`, from the shapes only), then the combine
+  (skipped at one split); `plan("decode", ...)` is the indexer's launches
+  followed by attend's over the sparse CSR they write: one op call, one
+  plan, capturable in one CUDA graph.
 * Launches go on the current stream of the tensors' device, inside a device
   guard that restores the caller's device and context. Scratch comes from
   torch's caching allocator for each call (stream-ordered, and from the
@@ -40,9 +45,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .attention import DECODE_CSR, check_decode_manifest, decode_args
 from .environment import require_cuda
-from .manifest import (DTYPES, KernelSpec, Manifest, buffer_bytes,
-                       choose_launches, grid_size, validate_step)
+from .manifest import (ATTEND_SPLIT_SLOTS, DTYPES, KernelSpec, Manifest,
+                       buffer_bytes, choose_launches, grid_size, kv_splits,
+                       resolve_symbols, selected_count, validate_step)
 
 __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
            "check_ptx",
@@ -570,8 +577,15 @@ class CompiledFlowGPU:
         return self.manifest.score_kernels()
 
     # -- plans --------------------------------------------------------------
+    def step_args(self, step: str) -> Tuple[str, ...]:
+        """The arguments of a step's op, in call order (`decode`: the
+        indexer's, then attend's tail)."""
+        if step == "decode":
+            return decode_args(self.manifest)
+        return tuple(self.manifest.steps[step].args)
+
     def _device_of(self, step: str, tensors: Mapping[str, Any]) -> int:
-        for n in self.manifest.steps[step].args:
+        for n in self.step_args(step):
             t = tensors.get(n)
             dev = getattr(t, "device", None)
             if getattr(dev, "type", None) == "cuda":
@@ -585,9 +599,79 @@ class CompiledFlowGPU:
         launch plan on their device (see `Plan`). `kernels` (names or a
         predicate) plans a subset of the step. Of alternatives (a `choice`),
         the first whose grid fits on the device in one wave is launched,
-        else the last."""
-        m = self.manifest
+        else the last. `decode` plans the indexer's launches, then attend's
+        over the sparse CSR they write (one plan, so one op call and one
+        CUDA graph; `kernels` does not apply)."""
+        if step == "decode":
+            return self._plan_decode(tensors)
         dev = self._device_of(step, tensors)
+        arg_index = {n: i for i, n in enumerate(self.step_args(step))}
+        return self._plan_step(step, tensors, kernels, dev, arg_index)
+
+    def _plan_decode(self, tensors: Mapping[str, Any]) -> Plan:
+        """The decode op's plan: every argument of both steps is validated
+        before anything is planned (so nothing is written on bad input);
+        attend reads the indexer's sparse CSR, and chooses kv_splits from
+        the selection's size, which depends only on the shapes."""
+        m = self.manifest
+        if "attend" not in m.steps:
+            raise NotImplementedError(f"{self.flow}: this CUDA build has no "
+                                      "attend step, so no decode")
+        check_decode_manifest(m)
+        dev = self._device_of("decode", tensors)
+        args = self.step_args("decode")
+        arg_index = {n: i for i, n in enumerate(args)}
+        attend = {n: tensors.get(DECODE_CSR.get(n, n))
+                  for n in m.steps["attend"].args}
+        # Validate attend's arguments before the indexer is planned; o and
+        # lse must not share memory with anything the indexer reads.
+        validate_step(m, "attend", attend, ("cuda", dev))
+        for w in ("o", "lse"):
+            ow = tensors.get(w)
+            if ow is None or not ow.numel():
+                continue
+            a0 = ow.data_ptr()
+            a1 = a0 + ow.numel() * ow.element_size()
+            for n in m.steps["indexer"].args:
+                t = tensors.get(n)
+                if t is None or not hasattr(t, "data_ptr") or not t.numel():
+                    continue
+                b0 = t.data_ptr()
+                b1 = b0 + t.numel() * t.element_size()
+                if a0 < b1 and b0 < a1:
+                    raise ValueError(f"{w}: shares memory with {n} (the "
+                                     f"step writes {w})")
+        idx_bytes, idx_launches = self._plan_step(
+            "indexer", tensors, None, dev, arg_index)
+        symbols = resolve_symbols(m, attend, list(m.steps["attend"].args))
+        rows = symbols.get("rows", 0)
+        # The sparse CSR's entries: at most the budget of a row of the
+        # dense mean length (kv_indices is as long as the dense CSR).
+        mean = selected_count(m.config, symbols.get("total", 0) // rows) \
+            if rows else 0
+        att_index = {n: arg_index[DECODE_CSR.get(n, n)]
+                     for n in m.steps["attend"].args}
+        att_bytes, att_launches = self._plan_step(
+            "attend", attend, None, dev, att_index, scratch_base=len(idx_bytes),
+            mean_len=mean)
+        return idx_bytes + att_bytes, idx_launches + att_launches
+
+    def kv_splits(self, rows: int, mean_len: int,
+                  device: Optional[int] = None) -> int:
+        """The attend step's split count on `device` (manifest.kv_splits,
+        the rule of docs/gpu.md "Attention")."""
+        st = self._state(self.device_index if device is None else device)
+        return kv_splits(rows, mean_len, st.num_sms)
+
+    def _plan_step(self, step: str, tensors: Mapping[str, Any], kernels,
+                   dev: int, arg_index: Mapping[str, int],
+                   scratch_base: int = 0,
+                   mean_len: Optional[int] = None) -> Plan:
+        """One manifest step's plan; `arg_index` maps the step's argument
+        names to positions of the op's arguments, `scratch_base` offsets its
+        scratch buffers (a plan of several steps). `mean_len`: the mean row
+        length in blocks that chooses kv_splits (default total / rows)."""
+        m = self.manifest
         specs = m.kernels(step, kernels)
         used = set(m.used_tensors(specs))
         symbols = validate_step(m, step, tensors, ("cuda", dev),
@@ -602,10 +686,37 @@ class CompiledFlowGPU:
                     raise ValueError(f"k: num_blocks = 0 (an empty pool), "
                                      f"but {t} has {symbols[sym]} entries")
         st = self._state(dev)
-        arg_index = {n: i for i, n in enumerate(m.steps[step].args)}
+        takes_splits = [any(p.kind == "scalar" and p.name == "kv_splits"
+                            for p in spec.params) for spec in specs]
+        split_scratch = set()
+        if any(takes_splits):
+            rows = symbols.get("rows", 0)
+            if mean_len is None:
+                mean_len = symbols.get("total", 0) // rows if rows else 0
+            symbols = dict(symbols)
+            symbols["kv_splits"] = kv_splits(rows, mean_len, st.num_sms)
+            # The partials hold rows x kv_splits row-splits (none at one
+            # split): the runtime allocates only those of the manifest's
+            # ATTEND_SPLIT_SLOTS.
+            for spec in specs:
+                if spec.grid["kind"] == "row_splits":
+                    split_scratch |= {
+                        n for n in spec.buffers()
+                        if m.tensors[n].role == "scratch"
+                        and m.tensors[n].shape[0].symbol is None
+                        and m.tensors[n].shape[0].value({}) ==
+                        ATTEND_SPLIT_SLOTS}
         scratch = [n for n in m.used_tensors(specs)
                    if m.tensors[n].role == "scratch"]
         scratch_bytes = [buffer_bytes(m, n, symbols) for n in scratch]
+        if split_scratch:
+            splits = symbols["kv_splits"]
+            slots = symbols["rows"] * splits if splits > 1 else 1
+            for j, n in enumerate(scratch):
+                if n in split_scratch:
+                    t = m.tensors[n]
+                    scratch_bytes[j] = (min(slots, ATTEND_SPLIT_SLOTS) *
+                                        t.inner_numel() * t.itemsize)
         def fits(spec: KernelSpec) -> bool:
             k = st.kernels[spec.kernel]
             return math.prod(grid_size(spec, symbols, st.num_sms,
@@ -613,6 +724,13 @@ class CompiledFlowGPU:
                 k.max_active * st.num_sms
         launches = []
         for spec in choose_launches(specs, fits):
+            # At one split the combine (a kernel that takes kv_splits on a
+            # grid of its own) returns at once: not launched.
+            if symbols.get("kv_splits") == 1 and \
+                    spec.grid["kind"] != "row_splits" and \
+                    any(p.kind == "scalar" and p.name == "kv_splits"
+                        for p in spec.params):
+                continue
             k = st.kernels[spec.kernel]
             grid = grid_size(spec, symbols, st.num_sms, k.max_active)
             if min(grid) <= 0:
@@ -626,7 +744,8 @@ class CompiledFlowGPU:
                                    int(st.status.numel())))
                 elif p.kind == "buffer":
                     j = scratch.index(p.name)
-                    params.append(("scratch", j, scratch_bytes[j] //
+                    params.append(("scratch", scratch_base + j,
+                                   scratch_bytes[j] //
                                    m.tensors[p.name].itemsize))
                 else:
                     v = p.value if p.value is not None else symbols[p.name]
@@ -647,7 +766,7 @@ class CompiledFlowGPU:
         size) instead of fresh ones: a check can write a scratch buffer,
         such as the scores, and launch only the kernels that read it."""
         torch = self._torch
-        args = [tensors.get(n) for n in self.manifest.steps[step].args]
+        args = [tensors.get(n) for n in self.step_args(step)]
         scratch_bytes, launches = self.plan(step, tensors, kernels)
         dev = self._device_of(step, tensors)
         if scratch is not None:
