@@ -52,14 +52,16 @@ LogicalResult AttendOp::verify() {
   if (k.getDimSize(2) != dim)
     return emitOpError("k and v have head dim ")
            << k.getDimSize(2) << ", q has " << dim;
-  for (auto [name, t] : {std::pair<StringRef, Value>{"kv_indptr", getKvIndptr()},
-                         {"kv_indices", getKvIndices()},
-                         {"kv_last_len", getKvLastLen()}})
+  using Named = std::pair<StringRef, Value>;
+  for (auto [name, t] : {Named{"kv_indptr", getKvIndptr()},
+                         Named{"kv_indices", getKvIndices()},
+                         Named{"kv_last_len", getKvLastLen()}})
     if (cast<RankedTensorType>(t.getType()).getRank() != 1)
       return emitOpError() << name << " must have rank 1, got "
                            << t.getType();
-  if (o.getRank() != 3 || o.getShape().drop_front() != q.getShape().drop_front()
-      || o.getElementType() != q.getElementType())
+  if (o.getRank() != 3 ||
+      o.getShape().drop_front() != q.getShape().drop_front() ||
+      o.getElementType() != q.getElementType())
     return emitOpError("o must be [rows, ")
            << heads << ", " << dim << "] of q's element type "
            << q.getElementType() << ", got " << o;

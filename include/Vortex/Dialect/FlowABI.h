@@ -1,9 +1,10 @@
 //===- FlowABI.h - The one description of a compiled flow -------*- C++ -*-===//
 //
 // What a compiled `vortex.flow` exchanges with its caller: the tensors (name,
-// role, dtype, symbolic shape), the symbols that size them, the two steps
-// with their argument order and the tensors each writes, and the kernels
-// each step launches with their reads and writes. Both back ends
+// role, dtype, symbolic shape), the symbols that size them, the steps
+// (indexer, cache and the optional attend) with their argument order and the
+// tensors each writes, and the kernels each step launches with their reads
+// and writes. Both back ends
 // (convert-vortex-to-linalg for the CPU, convert-vortex-to-gpu) build it
 // here and serialize it into the same versioned manifest (docs/manifest.md);
 // the Python runtime reads nothing else. The names below are the only

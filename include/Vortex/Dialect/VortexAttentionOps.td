@@ -1,4 +1,4 @@
-//===- VortexAttentionOps.td - Decode attention over a CSR --*- tablegen -*-===//
+//===- VortexAttentionOps.td - Decode attention over a CSR -*- tablegen -*-===//
 //
 // The attention a compiled flow's `attend` step runs over the blocks of a
 // CSR (the dense one, or the indexer's selection). Unlike the catalog ops it

@@ -1,12 +1,13 @@
 //===- FlowToFunc.cpp - Flows to step functions, kernels inlined ----------===//
 //
 // `vortex.flow @F` becomes `@F_indexer`, `@F_cache` and `@F_attend` with the
-// ABI's memref arguments (docs/contract.md). Each function starts with the flow's domain
-// (the CSR and block ids as tensors, the ragged extent, the row count and
-// each position's row), marked for the op patterns, and binds the flow's
-// arguments to tensors of their converted types; the flow's ops are then
-// inlined and converted by the family patterns. `vortex.kernel` groups are
-// inlined: on linalg, fusion is the job of the linalg passes.
+// ABI's memref arguments (docs/contract.md). The first two start with the
+// flow's domain (the CSR and block ids as tensors, the ragged extent, the row
+// count and each position's row), marked for the op patterns, and bind the
+// flow's arguments to tensors of their converted types; the flow's ops are
+// then inlined and converted by the family patterns. `vortex.kernel` groups
+// are inlined: on linalg, fusion is the job of the linalg passes. `@F_attend`
+// holds one vortex.attend, which depends on the config only.
 //
 //===----------------------------------------------------------------------===//
 
