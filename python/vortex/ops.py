@@ -424,6 +424,26 @@ class Flow:
                              f"on {dev}")
         return torch.cuda.stream(stream)
 
+    # What an op call raises when its arguments are of the wrong kind; the
+    # cache step's validation reports attribute errors itself.
+    _CALL_ERRORS = (KeyError, TypeError, NotImplementedError, RuntimeError,
+                    AttributeError)
+
+    def _run(self, stream, like, call, named, errors=_CALL_ERRORS):
+        """`call()` on `stream` (when given; `like` is a tensor on its
+        device), an error of `errors` turned into one naming the argument at
+        fault (`named()`: the arguments by name, built only then)."""
+        guard = None if stream is None else self._stream_guard(stream, like)
+        try:
+            if guard is not None:
+                guard.__enter__()
+            call()
+        except errors as err:
+            self._explain(err, named())
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
+
     def _explain(self, err: Exception, named: Mapping[str, Any]) -> None:
         """Turns an error the op call raised before validation could run (a
         cache that is not a dict, a missing key, a tensor on a backend this
@@ -481,23 +501,14 @@ class Flow:
                     sparse_kv_indices = sparse_kv_indices[:total]
             except AttributeError:
                 pass     # not tensors: the op's validation names them
-        guard = None if stream is None else self._stream_guard(stream, q)
-        try:
-            if guard is not None:
-                guard.__enter__()
-            self._call_indexer(self.indexer_op, self._raw_indexer, q, cache,
-                               self._params, dense_kv_indptr, dense_kv_indices,
-                               sparse_kv_indptr, sparse_kv_indices)
-        except (KeyError, TypeError, NotImplementedError, RuntimeError,
-                AttributeError) as err:
-            self._explain(err, dict(q=q, cache=cache,
-                                    dense_kv_indptr=dense_kv_indptr,
-                                    dense_kv_indices=dense_kv_indices,
-                                    sparse_kv_indptr=sparse_kv_indptr,
-                                    sparse_kv_indices=sparse_kv_indices))
-        finally:
-            if guard is not None:
-                guard.__exit__(None, None, None)
+        self._run(stream, q, lambda: self._call_indexer(
+            self.indexer_op, self._raw_indexer, q, cache, self._params,
+            dense_kv_indptr, dense_kv_indices, sparse_kv_indptr,
+            sparse_kv_indices), lambda: dict(
+                q=q, cache=cache, dense_kv_indptr=dense_kv_indptr,
+                dense_kv_indices=dense_kv_indices,
+                sparse_kv_indptr=sparse_kv_indptr,
+                sparse_kv_indices=sparse_kv_indices))
         self._debug_check()
         return sparse_kv_indptr, sparse_kv_indices
 
@@ -549,20 +560,12 @@ class Flow:
             if num_kv_heads is None:
                 raise ValueError("num_kv_heads: required with loc")
             block_ids = self.block_ids_from_loc(loc, num_kv_heads)
-        guard = (None if stream is None
-                 else self._stream_guard(stream, block_ids))
-        try:
-            if guard is not None:
-                guard.__enter__()
-            tail = (block_ids, slot_of_ptr) if self.slotted else (block_ids,)
-            self._call_cache(self.cache_op, self._raw_cache, cache,
-                             self._params, *tail)
-        except (KeyError, TypeError, NotImplementedError, RuntimeError) as err:
-            self._explain(err, dict(cache=cache, block_ids=block_ids,
-                                    slot_of_ptr=slot_of_ptr))
-        finally:
-            if guard is not None:
-                guard.__exit__(None, None, None)
+        tail = (block_ids, slot_of_ptr) if self.slotted else (block_ids,)
+        self._run(stream, block_ids, lambda: self._call_cache(
+            self.cache_op, self._raw_cache, cache, self._params, *tail),
+            lambda: dict(cache=cache, block_ids=block_ids,
+                         slot_of_ptr=slot_of_ptr),
+            errors=(KeyError, TypeError, NotImplementedError, RuntimeError))
         self._debug_check()
 
 
@@ -603,22 +606,12 @@ class Flow:
             o, lse, sm_scale = self._attend_outputs(q, o, lse, sm_scale)
         except AttributeError as err:
             self._explain(err, dict(q=q))
-        guard = None if stream is None else self._stream_guard(stream, q)
-        try:
-            if guard is not None:
-                guard.__enter__()
-            self._call_attend(self.attend_op, self._raw_attend, q, cache,
-                              self._params, kv_indptr, kv_indices,
-                              kv_last_len, o, lse, sm_scale)
-        except (KeyError, TypeError, NotImplementedError, RuntimeError,
-                AttributeError) as err:
-            self._explain(err, dict(q=q, cache=cache, kv_indptr=kv_indptr,
-                                    kv_indices=kv_indices,
-                                    kv_last_len=kv_last_len, o=o, lse=lse,
-                                    sm_scale=sm_scale))
-        finally:
-            if guard is not None:
-                guard.__exit__(None, None, None)
+        self._run(stream, q, lambda: self._call_attend(
+            self.attend_op, self._raw_attend, q, cache, self._params,
+            kv_indptr, kv_indices, kv_last_len, o, lse, sm_scale),
+            lambda: dict(q=q, cache=cache, kv_indptr=kv_indptr,
+                         kv_indices=kv_indices, kv_last_len=kv_last_len,
+                         o=o, lse=lse, sm_scale=sm_scale))
         return o, lse
 
     def decode(self, q, cache, dense_kv_indptr, dense_kv_indices,
@@ -652,26 +645,16 @@ class Flow:
             self._explain(err, dict(q=q, dense_kv_indptr=dense_kv_indptr,
                                     dense_kv_indices=dense_kv_indices,
                                     sparse_kv_indices=sparse_kv_indices))
-        guard = None if stream is None else self._stream_guard(stream, q)
-        try:
-            if guard is not None:
-                guard.__enter__()
-            self._call_decode(self.decode_op, self._raw_decode, q, cache,
-                              self._params, dense_kv_indptr, dense_kv_indices,
-                              sparse_kv_indptr, sparse_kv_indices,
-                              kv_last_len, o, lse, sm_scale)
-        except (KeyError, TypeError, NotImplementedError, RuntimeError,
-                AttributeError) as err:
-            self._explain(err, dict(q=q, cache=cache,
-                                    dense_kv_indptr=dense_kv_indptr,
-                                    dense_kv_indices=dense_kv_indices,
-                                    sparse_kv_indptr=sparse_kv_indptr,
-                                    sparse_kv_indices=sparse_kv_indices,
-                                    kv_last_len=kv_last_len, o=o, lse=lse,
-                                    sm_scale=sm_scale))
-        finally:
-            if guard is not None:
-                guard.__exit__(None, None, None)
+        self._run(stream, q, lambda: self._call_decode(
+            self.decode_op, self._raw_decode, q, cache, self._params,
+            dense_kv_indptr, dense_kv_indices, sparse_kv_indptr,
+            sparse_kv_indices, kv_last_len, o, lse, sm_scale),
+            lambda: dict(q=q, cache=cache, dense_kv_indptr=dense_kv_indptr,
+                         dense_kv_indices=dense_kv_indices,
+                         sparse_kv_indptr=sparse_kv_indptr,
+                         sparse_kv_indices=sparse_kv_indices,
+                         kv_last_len=kv_last_len, o=o, lse=lse,
+                         sm_scale=sm_scale))
         return o, lse, sparse_kv_indptr, sparse_kv_indices
 
 
