@@ -319,7 +319,7 @@ def main():
             ([a.t, 2, 700 * bs // 16 + 5], 1024),
         ]
         for lens, nb in cases:
-            for splits in (1, 3, 8):
+            for splits in (1, 3, 8, 33):
                 ok, oe, le = check(a, lens, nb, splits, seed=len(lens) + splits)
                 failed += not ok
                 print(f"  lens {lens} splits {splits}: "

@@ -351,13 +351,19 @@ def flex_fn(compiled: bool = True):
     return _FLEX[key]
 
 
+FLEX_FORMS = ("positions", "gqa")
+
+
 def block_mask(t, B: int, H: int, G: int, kept: int, n: int, bs: int,
-               si: torch.Tensor, compiled: bool = True):
-    """A BlockMask from the selection: query head h*G+g of request b sees the
+               si: torch.Tensor, compiled: bool = True,
+               form: str = "positions"):
+    """A BlockMask from the selection: the query heads of KV head h see the
     physical blocks (positions in its row) row b*H+h selected, as full
-    blocks, so the fused kernel evaluates no mask_mod. Eager flex_attention
-    (the unfused CPU path) applies only the mask_mod, densely: there the
-    mask gets one that reads a [B, H, n] table of the selected blocks."""
+    blocks, so the fused kernel evaluates no mask_mod. Form "positions":
+    H mask heads, the G query heads of a KV head being G query positions
+    (see flex_attend); "gqa": H*G mask heads. Eager flex_attention (the
+    unfused CPU path) applies only the mask_mod, densely: there the mask
+    gets one that reads a [B, H, n] table of the selected blocks."""
     from torch.nn.attention.flex_attention import BlockMask
     R = B * H
     sel = si[:R * kept].view(B, H, 1, kept) - t["row_base"].view(B, H, 1, 1)
@@ -365,30 +371,49 @@ def block_mask(t, B: int, H: int, G: int, kept: int, n: int, bs: int,
     # first `kept` entries of each row count.
     idx = torch.zeros((B, H, 1, n), dtype=torch.int32, device=sel.device)
     idx[..., :kept] = sel
-    sel = idx.repeat_interleave(G, dim=1)
-    num = torch.full((B, H * G, 1), kept, dtype=torch.int32,
+    per = G if form == "gqa" else 1
+    if per > 1:
+        idx = idx.repeat_interleave(per, dim=1)
+    num = torch.full((B, H * per, 1), kept, dtype=torch.int32,
                      device=sel.device)
-    kw = dict(BLOCK_SIZE=(128, bs), seq_lengths=(1, n * bs))
+    q_len = 1 if form == "gqa" else G
+    kw = dict(BLOCK_SIZE=(128, bs), seq_lengths=(q_len, n * bs))
     if not compiled:
         table = torch.zeros((B, H, n), dtype=torch.bool, device=sel.device)
         table.scatter_(2, (si[:R * kept].view(B, H, kept)
                            - t["row_base"].view(B, H, 1)).long(), True)
         kw["mask_mod"] = lambda b, h, q_idx, kv_idx: \
-            table[b, h // G, kv_idx // bs]
+            table[b, h // per, kv_idx // bs]
     try:
-        return BlockMask.from_kv_blocks(torch.zeros_like(num), sel, num, sel,
+        return BlockMask.from_kv_blocks(torch.zeros_like(num), idx, num, idx,
                                         compute_q_blocks=False, **kw)
     except TypeError:   # an older torch without compute_q_blocks
-        return BlockMask.from_kv_blocks(torch.zeros_like(num), sel, num, sel,
+        return BlockMask.from_kv_blocks(torch.zeros_like(num), idx, num, idx,
                                         **kw)
 
 
-def flex_attend(t, B, H, G, kept, n, bs, si, compiled=True) -> torch.Tensor:
+def flex_attend(t, B, H, G, kept, n, bs, si, compiled=True,
+                form: str = "positions") -> torch.Tensor:
+    """flex_attention over the selection, in one of two forms (the
+    benchmark keeps the first that compiles at a shape):
+    - "positions": the G query heads of a KV head go in as G query
+      positions of that head, which keeps flex on its decode kernel (with
+      enable_gqa and a per-query-head mask, torch 2.11 takes the prefill
+      kernel);
+    - "gqa": enable_gqa over H*G query heads with the prefill kernel's
+      BLOCK_N set to the KV block (its default 64-128 must divide it).
+    Returns [B, H*G, 1, D]."""
     D = t["q"].shape[-1]
-    bm = block_mask(t, B, H, G, kept, n, bs, si, compiled)
-    q = t["q"].view(B, H * G, 1, D)
-    return flex_fn(compiled)(q, t["dense_k"], t["dense_v"], block_mask=bm,
-                             scale=t["scale_f"], enable_gqa=True)
+    bm = block_mask(t, B, H, G, kept, n, bs, si, compiled, form)
+    fn = flex_fn(compiled)
+    if form == "gqa":
+        q = t["q"].view(B, H * G, 1, D)
+        opts = {"BLOCK_N": bs} if compiled else None
+        return fn(q, t["dense_k"], t["dense_v"], block_mask=bm,
+                  scale=t["scale_f"], enable_gqa=True, kernel_options=opts)
+    q = t["q"].view(B, H, G, D)
+    o = fn(q, t["dense_k"], t["dense_v"], block_mask=bm, scale=t["scale_f"])
+    return o.reshape(B, H * G, 1, D)
 
 
 # ---------------------------------------------------------------------------
@@ -651,8 +676,10 @@ def run_combo(args, flows: List[Tuple[Manifest, "Ours"]], G: int, B: int,
                                                      sel[i][1], kt), fl_attn)
         timed["gather_sdpa"] = (lambda i: sdpa_gather(sets[i], B, H, G, kept,
                                                       sel[i][1]), fl_attn)
+        form = {"name": FLEX_FORMS[0]}
         timed["flex"] = (lambda i: flex_attend(sets[i], B, H, G, kept, n, bs,
-                                               sel[i][1]), fl_attn)
+                                               sel[i][1],
+                                               form=form["name"]), fl_attn)
         timed["indexer"] = (lambda i: ours.indexer(sets[i]),
                             fl_dec_m - fl_attn)
         if have:
@@ -668,7 +695,8 @@ def run_combo(args, flows: List[Tuple[Manifest, "Ours"]], G: int, B: int,
             fl_dec_m)
         timed["idx_flex"] = (idx_then(
             lambda i: flex_attend(sets[i], B, H, G, kept, n, bs,
-                                  sets[i]["si"])), fl_dec_m)
+                                  sets[i]["si"], form=form["name"])),
+            fl_dec_m)
         # Numerics on set 0 over its selection: every sparse contender vs
         # float64 (rows 0 and R-1), before timing (flex compiles here).
         s0 = sets[0]
@@ -676,13 +704,21 @@ def run_combo(args, flows: List[Tuple[Manifest, "Ours"]], G: int, B: int,
         ref_s = reference(s0, chk_rows,
                           lambda r: si0[r * kept:(r + 1) * kept], G)
         errs = {}
-        try:
-            t1 = time.time()
-            o = as_rows(flex_attend(s0, B, H, G, kept, n, bs, si0), R, G)
-            errs["flex"] = (o[chk_rows].double() - ref_s).abs().max().item()
-            print(f"    flex ready in {time.time() - t1:.1f} s")
-        except Exception as err:  # noqa: BLE001
-            print(f"    flex failed: {err!r}"[:300])
+        for name in FLEX_FORMS:
+            try:
+                t1 = time.time()
+                o = as_rows(flex_attend(s0, B, H, G, kept, n, bs, si0,
+                                        form=name), R, G)
+                errs["flex"] = (o[chk_rows].double() - ref_s).abs().max() \
+                    .item()
+                form["name"] = res["flex_form"] = name
+                print(f"    flex ({name}) ready in {time.time() - t1:.1f} s")
+                break
+            except Exception as err:  # noqa: BLE001
+                msg = repr(err)
+                print(f"    flex ({name}) failed: {msg[:200]} ... "
+                      f"{msg[-400:]}")
+        else:
             timed.pop("flex")
             timed.pop("idx_flex")
         o = as_rows(sdpa_gather(s0, B, H, G, kept, si0), R, G)
@@ -875,13 +911,14 @@ def selftest_cpu(args) -> int:
         got["gather_sdpa"] = (as_rows(sdpa_gather(t, B, H, G, kept, si), R, G),
                               ref_s)
         for compiled in (True, False):
-            try:
-                o = flex_attend(t, B, H, G, kept, n, bs, si, compiled)
-                got["flex" + ("" if compiled else "_eager")] = (
-                    as_rows(o, R, G), ref_s)
-            except Exception as err:  # noqa: BLE001
-                print(f"  flex ({'compiled' if compiled else 'eager'}) "
-                      f"unavailable on the CPU: {err!r}"[:300])
+            for form in FLEX_FORMS:
+                key = f"flex_{form}" + ("" if compiled else "_eager")
+                try:
+                    o = flex_attend(t, B, H, G, kept, n, bs, si, compiled,
+                                    form)
+                    got[key] = (as_rows(o, R, G), ref_s)
+                except Exception as err:  # noqa: BLE001
+                    print(f"  {key} unavailable on the CPU: {err!r}"[:300])
         got["dense_sdpa"] = (as_rows(sdpa_dense(t, B, H, G), R, G), ref_d)
         if mode in ("api", "kernels"):
             ours.attend(t, sp, si, R * kept)

@@ -39,7 +39,8 @@ def main() -> int:
         if len(r) <= hdr["Metric Value"]:
             continue
         name = r[hdr["Kernel Name"]]
-        if "_indexer_" not in name and "_cache_" not in name:
+        if not any(f"_{step}_" in name for step in ("indexer", "cache",
+                                                     "attend")):
             continue
         key = (int(r[hdr["ID"]]), name)
         m = launches.setdefault(key, {"grid": r[hdr["Grid Size"]],
@@ -56,13 +57,10 @@ def main() -> int:
                 m[f"{metric}|{unit}"] = num(value)
             except ValueError:
                 pass
-    # The profiled step is the second run of each kernel.
-    seen: dict = {}
-    out = []
-    for (lid, name), m in launches.items():
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] == 2:
-            out.append((name, m))
+    # The profiled round is the second half of the launches (the first is
+    # the warm-up: bench/ncu_kernels.py runs the same launches twice).
+    items = list(launches.items())
+    out = [(name, m) for (_, name), m in items[len(items) // 2:]]
     print("| kernel | grid x block | " +
           " | ".join(label for _, label in WANT) + " | bound |")
     print("|---|---|" + "---|" * len(WANT) + "---|")

@@ -14,6 +14,10 @@
 #                                           `bench_decode.py --selftest-cpu
 #                                           --artifacts <outdir>/decode-cpu`
 #                                           (VORTEX_DECODE_CPU=0 skips them)
+#   <outdir>/attend/<case>                  bench/attend_flows.py's cases (odd
+#                                           D, G, T, block sizes, fp8), for
+#                                           `bench/attend_gpu_check.py
+#                                           <outdir>/attend/*`
 # Each holds <name>.ptx, <name>.cubin and <name>.manifest.json (GPU) or
 # lib<name>.so and <name>.manifest.json (CPU), like build-device-artifacts.sh
 # (whose `bench` set is the same flows without attend=on).
@@ -60,7 +64,7 @@ EOF
 }
 
 FLOWS="gqa_quest_sparse_attention block_sparse_attention"
-rm -rf "$OUT/decode" "$OUT/decode-cpu"
+rm -rf "$OUT/decode" "$OUT/decode-cpu" "$OUT/attend"
 for base in $FLOWS; do
   for g in 8 5; do
     variant "$ROOT/examples/$base.mlir" "${base}_k64_g$g" \
@@ -78,4 +82,11 @@ if [ "${VORTEX_DECODE_CPU:-1}" != 0 ]; then
     done
   done
 fi
-du -sh "$OUT/decode" "$OUT/decode-cpu" 2>/dev/null || du -sh "$OUT/decode"
+SRC="$(mktemp -d)"
+trap 'rm -rf "$SRC"' EXIT
+for name in $(python3 "$ROOT/bench/attend_flows.py" "$SRC"); do
+  variant "$SRC/$name.mlir" "$name" "" "$OUT/attend/$name"
+done
+for d in decode attend decode-cpu; do
+  [ ! -d "$OUT/$d" ] || du -sh "$OUT/$d"
+done

@@ -480,56 +480,109 @@ void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
             });
 }
 
-/// The combine kernel's body: row r's splits merged by their lse.
+/// Threads of a combine CTA: at G 8, D 128 one round of (head, 4 columns)
+/// items, so a row's partials are read in ceil(splits / 8) round trips.
+constexpr int64_t kCombineThreads = 512;
+/// Splits whose lse and partial o a combine thread loads together.
+constexpr int64_t kCombineUnroll = 8;
+/// Columns of a combine item (one 16-byte load of f32 partials).
+constexpr int64_t kCombineCols = 4;
+
+/// The combine kernel's body: row r's splits merged by their lse, online.
+/// A thread owns 4 columns of one head; it reads 8 splits' lse and partial
+/// o per step, all in flight at once (none depends on another), so the
+/// latency of a step is one round trip, not one per split.
 void emitCombineBody(Gen &g, const AttendPlan &p, Value partialO,
                      Value partialLse, Value o, Value lse, Value splits) {
   int64_t d = p.shape.headDim, heads = p.heads;
+  int64_t quads = d / kCombineCols; // d is a multiple of 8
   Value r = gpu::BlockIdOp::create(g.b, g.loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(g.b, g.loc, gpu::Dimension::x);
   Value slots = g.divU(g.extent(partialLse), g.idx(heads));
   // At one split the split kernel stored o and lse itself.
   Value used = g.minI(splits, g.sub(slots, g.minI(g.mul(r, splits), slots)));
+  Value steps = g.ceilDiv(used, g.idx(kCombineUnroll));
   Value many = g.cmpI(arith::CmpIPredicate::sgt, splits, g.idx(1));
+  auto vecType = VectorType::get({kCombineCols}, g.b.getF32Type());
   g.ifThen(many, [&](Gen &x) {
-    strided(x, x.idx(0), x.idx(heads * d), tid, kThreads, {},
-            [&](Gen &y, Value pos, ValueRange) -> SmallVector<Value> {
-              Value h = y.divU(pos, y.idx(d)), c = y.remU(pos, y.idx(d));
-              auto lseAt = [&](Gen &z, Value s) {
-                Value sh = z.add(z.mul(z.add(z.mul(r, splits), s),
-                                       z.idx(heads)),
-                                 h);
-                return std::make_pair(sh, z.load(partialLse, sh));
-              };
-              Value mMax =
-                  y.forLoop(y.idx(0), used, {negInf(y)},
-                            [&](Gen &z, Value s, ValueRange acc) {
-                              return SmallVector<Value>{
-                                  z.maxF(acc[0], lseAt(z, s).second)};
-                            })
-                      .getResult(0);
-              auto sums = y.forLoop(
-                  y.idx(0), used, {y.f32(0.0), y.f32(0.0)},
-                  [&](Gen &z, Value s, ValueRange acc) {
-                    auto [sh, ls] = lseAt(z, s);
-                    Value w = z.select(
-                        isNegInf(z, ls), z.f32(0.0),
-                        math::ExpOp::create(z.b, z.loc, z.subF(ls, mMax)));
-                    Value ov = z.load(partialO, z.add(z.mul(sh, z.idx(d)), c));
-                    return SmallVector<Value>{
-                        z.addF(acc[0], w),
-                        math::FmaOp::create(z.b, z.loc, w, ov, acc[1])};
+    strided(x, x.idx(0), x.idx(heads * quads), tid, kCombineThreads, {},
+            [&](Gen &y, Value item, ValueRange) -> SmallVector<Value> {
+              Value h = y.divU(item, y.idx(quads));
+              Value c0 = y.mul(y.remU(item, y.idx(quads)),
+                               y.idx(kCombineCols));
+              SmallVector<Value> init = {negInf(y), y.f32(0.0)};
+              init.append(kCombineCols, y.f32(0.0));
+              auto st = y.forLoop(
+                  y.idx(0), steps, init,
+                  [&](Gen &z, Value step, ValueRange acc)
+                      -> SmallVector<Value> {
+                    SmallVector<Value> ls, ov;
+                    for (int64_t k = 0; k < kCombineUnroll; ++k) {
+                      Value s = z.add(z.mul(step, z.idx(kCombineUnroll)),
+                                      z.idx(k));
+                      Value ok = z.lt(s, used);
+                      Value sh = z.add(
+                          z.mul(z.add(z.mul(r, splits),
+                                      z.select(ok, s, z.idx(0))),
+                                z.idx(heads)),
+                          h);
+                      ls.push_back(z.select(ok, z.load(partialLse, sh),
+                                            negInf(z)));
+                      // 16-byte aligned: d and c0 are multiples of 4.
+                      ov.push_back(vector::LoadOp::create(
+                          z.b, z.loc, vecType, partialO,
+                          ValueRange{z.add(z.mul(sh, z.idx(d)), c0)},
+                          /*nontemporal=*/false, llvm::Align(16)));
+                    }
+                    Value m = acc[0];
+                    for (Value v : ls)
+                      m = z.maxF(m, v);
+                    // A -inf state (no tokens yet, or none at all) weighs 0.
+                    auto weight = [&](Value v) {
+                      return z.select(isNegInf(z, v), z.f32(0.0),
+                                      math::ExpOp::create(z.b, z.loc,
+                                                          z.subF(v, m)));
+                    };
+                    Value alpha = weight(acc[0]);
+                    Value l = z.mulF(acc[1], alpha);
+                    SmallVector<Value> out(kCombineCols);
+                    for (int64_t j = 0; j < kCombineCols; ++j)
+                      out[j] = z.mulF(acc[2 + j], alpha);
+                    for (int64_t k = 0; k < kCombineUnroll; ++k) {
+                      Value w = weight(ls[k]);
+                      Value has = z.cmpF(arith::CmpFPredicate::OGT, w,
+                                         z.f32(0.0));
+                      l = z.addF(l, w);
+                      // Select, not a product with 0: a NaN partial of an
+                      // unused split must not get through.
+                      for (int64_t j = 0; j < kCombineCols; ++j) {
+                        Value e = vector::ExtractOp::create(z.b, z.loc,
+                                                            ov[k], j);
+                        out[j] = z.select(
+                            has,
+                            math::FmaOp::create(z.b, z.loc, w, e, out[j]),
+                            out[j]);
+                      }
+                    }
+                    SmallVector<Value> next = {m, l};
+                    llvm::append_range(next, out);
+                    return next;
                   });
-              Value wSum = sums.getResult(0), oSum = sums.getResult(1);
-              Value has = y.cmpF(arith::CmpFPredicate::OGT, wSum, y.f32(0.0));
-              Value val = y.select(has, y.divF(oSum, wSum), y.f32(0.0));
+              Value m = st.getResult(0), l = st.getResult(1);
+              Value has = y.cmpF(arith::CmpFPredicate::OGT, l, y.f32(0.0));
               Value oh = y.add(y.mul(r, y.idx(heads)), h);
-              y.store(y.fromF32(val, p.shape.qType), o,
-                      y.add(y.mul(oh, y.idx(d)), c));
-              y.ifThen(y.cmpI(arith::CmpIPredicate::eq, c, y.idx(0)),
-                       [&](Gen &z) {
-                         Value l = z.addF(
-                             mMax, math::LogOp::create(z.b, z.loc, wSum));
-                         z.store(z.select(has, l, negInf(z)), lse, oh);
+              for (int64_t j = 0; j < kCombineCols; ++j) {
+                Value val = y.select(has,
+                                     y.divF(st.getResult(2 + j), l),
+                                     y.f32(0.0));
+                y.store(y.fromF32(val, p.shape.qType), o,
+                        y.add(y.mul(oh, y.idx(d)), y.add(c0, y.idx(j))));
+              }
+              y.ifThen(y.cmpI(arith::CmpIPredicate::eq, c0, y.idx(0)),
+                       [&](Gen &w) {
+                         Value lg = w.addF(m, math::LogOp::create(w.b, w.loc,
+                                                                  l));
+                         w.store(w.select(has, lg, negInf(w)), lse, oh);
                        });
               return {};
             });
@@ -621,7 +674,8 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                                 {abi::kKvSplits.str(), false, i32}};
   b.setInsertionPointToEnd(ctx.module.getBody());
   gpu::GPUFuncOp combine =
-      createKernel(ctx, b, loc, (name + "_combine").str(), cparams, kThreads);
+      createKernel(ctx, b, loc, (name + "_combine").str(), cparams,
+                   kCombineThreads);
   {
     Gen g{b, loc};
     Value splits = g.maxI(g.toIndex(combine.getArgument(4)), g.idx(1));
@@ -629,7 +683,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                     combine.getArgument(2), combine.getArgument(3), splits);
     gpu::ReturnOp::create(b, loc);
   }
-  recordRowKernel(ctx, combine, kThreads, cparams, {po, pl},
+  recordRowKernel(ctx, combine, kCombineThreads, cparams, {po, pl},
                   {oName, lseName});
   ctx.abi.kernels.back().step = Step::Attend;
   return success();
