@@ -67,8 +67,17 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // CHECK-LABEL: gpu.func @att_bf16_attend_combine(
 // CHECK-SAME: %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: i32)
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
 // CHECK: arith.cmpi sgt
+// The online merge: 8 splits' lse and 16-byte partials loaded before any
+// is used, then one weight a split, folded in by select (no NaN leak).
+// CHECK: scf.for {{.+}} -> (f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
 // CHECK: math.exp
+// CHECK: math.fma
+// CHECK-NEXT: arith.select
+// CHECK: scf.yield
 // CHECK: math.log
 // CHECK: gpu.return
 
