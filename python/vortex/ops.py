@@ -570,6 +570,27 @@ class Flow:
 
 
     # -- attention (docs/contract.md "Attention") ------------------------------
+    def _scale_tensor(self, value: float, q) -> "torch.Tensor":
+        """The op's f32 [1] scale for a Python float, on q's device: made
+        once per value and device outside tracing and graph capture (a fresh
+        one each call would be an extra fill launch per step), fresh inside
+        them (a fake, traced or capture-pool tensor must not outlive its
+        trace or graph)."""
+        from torch._subclasses.fake_tensor import is_fake
+        device = q.device
+        traced = torch.compiler.is_compiling() or is_fake(q) or \
+            device.type == "meta" or (
+                device.type == "cuda"
+                and torch.cuda.is_current_stream_capturing())
+        if traced:
+            return torch.full((1,), value, dtype=torch.float32, device=device)
+        cache = self.__dict__.setdefault("_scales", {})
+        key = (value, str(device))
+        if key not in cache:
+            cache[key] = torch.full((1,), value, dtype=torch.float32,
+                                    device=device)
+        return cache[key]
+
     def _attend_outputs(self, q, o, lse, sm_scale):
         """o and lse allocated where not given (o like q, lse [rows, T x G]
         f32), the scale as the op's f32 [1] tensor (default 1/sqrt(D))."""
@@ -580,8 +601,7 @@ class Flow:
                     not isinstance(sm_scale, (int, float)):
                 raise ValueError(f"sm_scale: expected a float, got "
                                  f"{type(sm_scale).__name__}")
-            sm_scale = torch.full((1,), float(sm_scale), dtype=torch.float32,
-                                  device=q.device)
+            sm_scale = self._scale_tensor(float(sm_scale), q)
         if o is None:
             o = torch.empty_like(q)
         if lse is None:

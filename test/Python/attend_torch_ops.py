@@ -6,6 +6,7 @@
 #     decode the sparse CSR) the only mutable arguments; opcheck of both;
 #   - caller-owned o and lse are written and returned; torch.compile
 #     (fullgraph=True) of attend and decode agrees with the eager calls;
+#     a float sm_scale is made into a tensor once per value (not per call);
 #   - decode = the indexer, then attend over its sparse CSR with the rows'
 #     kv_last_len; eager.decode computes the same (and differentiates);
 #   - dense mode equals torch SDPA (math backend) on the same tokens, T = 1
@@ -93,6 +94,15 @@ check(o, lse, q, k, v, indptr, ids, last, G, what="attend dense")
 step = torch.compile(lambda *a: flow.attend(*a), fullgraph=True)
 o_c, lse_c = step(T["q"], cache, T["indptr"], T["ids"], T["last"])
 assert torch.equal(o_c, o) and torch.equal(lse_c, lse)
+# A float scale becomes one f32 tensor per value, made once (eager calls
+# reuse it); an explicit 1/sqrt(D) gives the default's result.
+o_s, lse_s = flow.attend(T["q"], cache, T["indptr"], T["ids"], T["last"],
+                         sm_scale=D ** -0.5)
+assert torch.equal(o_s, o) and torch.equal(lse_s, lse)
+flow.attend(T["q"], cache, T["indptr"], T["ids"], T["last"], sm_scale=0.5)
+flow.attend(T["q"], cache, T["indptr"], T["ids"], T["last"], sm_scale=0.5)
+assert sorted(v for v, _ in flow._scales) == sorted({D ** -0.5, 0.5}), \
+    flow._scales
 
 # -- decode: the indexer, then attend over its selection ---------------------
 o_d, lse_d, sp_ip, sp_ix = flow.decode(T["q"], cache, T["indptr"], T["ids"],
