@@ -8,9 +8,9 @@
 #     mlir-tblgen, mlir-opt, FileCheck, not and lit (/usr/lib/llvm-22/bin/lit);
 #   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
 #     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
-#   - python3 with numpy, scikit-build-core (the package's build backend)
-#     and torch 2.13.0 (pip's wheel, the CPU build is enough), for the
-#     tests that use them;
+#   - python3 with numpy, scikit-build-core (the package's build backend),
+#     torch 2.13.0 (pip's wheel, the CPU build is enough) and transformers
+#     5.17.0 (with psutil and accelerate), for the tests that use them;
 #   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also clang-22 and
 #     libclang-rt-22-dev (the ASan/UBSan runtimes and libFuzzer), for
 #     scripts/test-sanitizers.sh and scripts/fuzz.sh; llvm-symbolizer comes
@@ -33,6 +33,7 @@ done
 LLVM_VERSION=22
 CMAKE_MIN_VERSION=3.20
 TORCH_VERSION=2.13.0
+TRANSFORMERS_VERSION=5.17.0
 
 log() { echo "[setup] $*" >&2; }
 die() { echo "[setup] error: $*" >&2; exit 1; }
@@ -136,6 +137,15 @@ if ! python3 -c 'import torch' >/dev/null 2>&1; then
            "managed Python needs a virtual environment)"
   python3 -c 'import torch' >/dev/null 2>&1 \
     || die "torch is not importable by $(command -v python3)"
+fi
+
+# transformers (test/Python/integrations_transformers.py: paged|vortex under
+# continuous batching), pinned; psutil sizes its paged cache on the CPU.
+if ! python3 -c 'import transformers, psutil' >/dev/null 2>&1; then
+  log "installing transformers==${TRANSFORMERS_VERSION} for $(command -v python3)"
+  python3 -m pip install --quiet "transformers==${TRANSFORMERS_VERSION}" \
+    psutil accelerate \
+    || die "cannot install transformers==${TRANSFORMERS_VERSION} with pip"
 fi
 
 #--- Check -------------------------------------------------------------------

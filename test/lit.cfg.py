@@ -99,10 +99,10 @@ for _cuda in [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_ROOT",
         config.available_features.add("cuda-toolkit")
         config.substitutions.append(("%cuda_path", _cuda))
         break
-# numpy and torch as %python sees them (lit itself may run under another
+# numpy, torch and transformers as %python sees them (lit itself may run under another
 # Python).
 _python = config.python_executable or shutil.which("python3")
-for _module in ("numpy", "torch"):
+for _module in ("numpy", "torch", "transformers"):
     if _python and subprocess.run([_python, "-c", f"import {_module}"],
                                   stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL).returncode == 0:

@@ -1,0 +1,247 @@
+"""`paged|vortex`: a compiled flow as the paged attention of transformers'
+continuous batching (transformers 5.17; docs/engines.md).
+
+    from vortex.integrations.transformers import PagedVortex
+    attn = PagedVortex(flow, layers_skip=(0,))     # flow: vortex.load(...)
+    attn.attach(model, cb_config)                  # checks, then "paged|vortex"
+    model.generate_batch(prompts, generation_config=...,
+                         continuous_batching_config=cb_config)
+
+Per call (one layer of one engine step):
+- K/V of the step's tokens go into transformers' own cache tensors, laid out
+  as vortex_torch's head-split pages (no copy): transformers' block `p` of
+  `page_size` tokens holds, for KV head `h`, the pool page `p * H + h`, so
+  `write_index` is vortex_torch's `loc` and the flow's pool is a view of the
+  cache tensor;
+- the cache step summarizes the blocks those tokens complete
+  (`flow.cache_step(loc=write_index)`) into fields allocated per layer;
+- a decode request (one new token) runs `flow.decode`: the indexer over its
+  completed blocks, then attention over the selection, with the partial last
+  block always attended and never scored; a layer in `layers_skip` runs
+  `flow.attend` over all of the request's blocks;
+- a prefill request (a prompt or a chunk of one) attends densely (SDPA,
+  causal within the chunk).
+
+Refused by `attach`, with a message naming what is wrong: layers that are
+not full attention (sliding windows), a model whose head_dim or query group
+differs from the flow's, an engine block that is not the flow's page_size.
+The call checks the same again (the engine catches what it raises and logs
+the step's requests as failed), and the decode op refuses a flow whose
+selection may drop the partial block.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from vortex.environment import import_torch
+
+torch = import_torch()
+
+__all__ = ["PagedVortex"]
+
+
+class PagedVortex:
+    """A compiled flow as transformers' paged attention."""
+
+    def __init__(self, flow, layers_skip: Iterable[int] = (),
+                 name: str = "vortex"):
+        for key in ("block_size", "page_size", "head_dim", "group_size"):
+            if key not in flow.config:
+                raise ValueError(f"flow: its config has no {key}")
+        self.flow = flow
+        self.name = name
+        self.block_size = int(flow.config["block_size"])
+        self.page_size = int(flow.config["page_size"])
+        self.head_dim = int(flow.config["head_dim"])
+        self.group_size = int(flow.config["group_size"])
+        self.layers_skip = frozenset(int(i) for i in layers_skip)
+        self._fields: Dict[int, Dict[str, torch.Tensor]] = {}
+        # Layer -> the flow's cache dict of its last call (k and v are views
+        # of the engine's tensors): what a test or a benchmark inspects.
+        self.caches: Dict[int, Dict[str, torch.Tensor]] = {}
+        # Counters a benchmark or test reads: decode rows, blocks they could
+        # attend, blocks the selections kept.
+        self.stats = {"decode_rows": 0, "dense_blocks": 0, "kept_blocks": 0}
+
+    def register(self) -> str:
+        """Registers the function with transformers' AttentionInterface and
+        returns its name, `paged|<name>`."""
+        from transformers import AttentionInterface
+        key = f"paged|{self.name}"
+        AttentionInterface.register(key, self)
+        return key
+
+    def attach(self, model, continuous_batching_config=None) -> str:
+        """Checks that `model` (and the engine's config, if given) fit the
+        flow, registers the function and makes it the model's attention;
+        returns its name. Checking here matters: the engine catches what
+        an attention function raises mid-generation and only logs the
+        requests as failed."""
+        cfg = model.config
+        heads = int(cfg.num_attention_heads)
+        kv = int(getattr(cfg, "num_key_value_heads", None) or heads)
+        head_dim = int(getattr(cfg, "head_dim", None) or
+                       cfg.hidden_size // heads)
+        if head_dim != self.head_dim or heads != kv * self.group_size:
+            raise ValueError(
+                f"paged|{self.name}: the model has head_dim {head_dim} and "
+                f"{heads} query heads on {kv} KV heads; the flow was compiled "
+                f"for head_dim {self.head_dim}, group_size {self.group_size}")
+        types = getattr(cfg, "layer_types", None) or []
+        sliding = [i for i, t in enumerate(types) if t != "full_attention"]
+        if sliding:
+            raise NotImplementedError(
+                f"paged|{self.name}: layers {sliding} are not full attention "
+                f"({sorted(set(types[i] for i in sliding))}); flows run on "
+                "full attention layers only")
+        bs = getattr(continuous_batching_config, "block_size", None)
+        if bs is not None and bs != self.page_size:
+            raise ValueError(
+                f"paged|{self.name}: the engine's block_size is {bs}, the "
+                f"flow's page_size {self.page_size}: set "
+                "ContinuousBatchingConfig(block_size=page_size)")
+        key = self.register()
+        model.set_attn_implementation(key)
+        return key
+
+    # -- the pool --------------------------------------------------------------
+    def _check(self, module, cache, query) -> None:
+        layer = module.layer_idx
+        if cache.sliding_windows.get(layer, 1) != 1:
+            raise NotImplementedError(
+                f"paged|{self.name}: layer {layer} is a sliding-window layer "
+                f"(window {cache.sliding_windows[layer]}); flows run on full "
+                "attention layers only")
+        if cache.block_size != self.page_size:
+            raise ValueError(
+                f"paged|{self.name}: the engine's block_size is "
+                f"{cache.block_size}, the flow's page_size {self.page_size}: "
+                "set ContinuousBatchingConfig(block_size=page_size)")
+        heads, D = query.shape[1], query.shape[-1]
+        H = cache.num_key_value_heads
+        if D != self.head_dim or heads != H * self.group_size:
+            raise ValueError(
+                f"paged|{self.name}: the model has head_dim {D} and "
+                f"{heads} query heads on {H} KV heads; the flow was compiled "
+                f"for head_dim {self.head_dim}, group_size {self.group_size}")
+
+    def _cache(self, module, cache) -> Tuple[Dict[str, torch.Tensor], int]:
+        """The flow's cache dict for this layer: k and v as views of
+        transformers' tensors, the fields beside them."""
+        layer = module.layer_idx
+        _, li = cache.layer_index_to_group_indices[layer]
+        bs, D = self.block_size, self.head_dim
+        k = cache.key_cache[li].view(-1, bs, D)
+        v = cache.value_cache[li].view(-1, bs, D)
+        if layer not in self._fields:
+            shapes = self.flow.manifest.cache_shapes(k.shape[0])
+            full = self.flow.allocate_cache(k.shape[0], device=k.device)
+            self._fields[layer] = {n: full[n] for n in shapes
+                                   if n not in ("k", "v")}
+        self.caches[layer] = {"k": k, "v": v, **self._fields[layer]}
+        return self.caches[layer], cache.num_key_value_heads
+
+    def _rows(self, slots: torch.Tensor, H: int) -> torch.Tensor:
+        """Pool rows (token slots of the flat [tokens, D] pool) of `slots`
+        for every KV head: [len(slots), H]."""
+        ps = self.page_size
+        heads = torch.arange(H, device=slots.device)
+        return (slots[:, None] // ps) * (ps * H) + heads[None] * ps + \
+            slots[:, None] % ps
+
+    def _blocks(self, slots: torch.Tensor, H: int) -> torch.Tensor:
+        """Pool block ids of the blocks starting at `slots`, per KV head:
+        [len(slots), H]."""
+        ps, bs = self.page_size, self.block_size
+        heads = torch.arange(H, device=slots.device)
+        return ((slots[:, None] // ps) * H + heads[None]) * (ps // bs) + \
+            ((slots % ps) // bs)[:, None]
+
+    # -- the call ----------------------------------------------------------------
+    def __call__(self, module, query, key, value, attention_mask,
+                 dropout: float = 0.0, scaling: Optional[float] = None,
+                 **kw):
+        cache = kw.get("cache")
+        if cache is None:
+            raise ValueError(f"paged|{self.name} runs under continuous "
+                             "batching only (no paged cache was passed)")
+        self._check(module, cache, query)
+        g, _ = cache.layer_index_to_group_indices[module.layer_idx]
+        wi = kw["write_index"][g].to(torch.int64)
+        ri = kw["read_index"][g].to(torch.int64)
+        pool, H = self._cache(module, cache)
+        D, bs = self.head_dim, self.block_size
+        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
+        rows = self._rows(wi, H).reshape(-1)
+        kflat[rows] = key[0].transpose(0, 1).reshape(-1, D).to(kflat.dtype)
+        vflat[rows] = value[0].transpose(0, 1).reshape(-1, D).to(vflat.dtype)
+        self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
+
+        cq = kw["cu_seq_lens_q"].tolist()
+        ck = kw["cu_seq_lens_k"].tolist()
+        if isinstance(cq, dict):   # per layer type in mixed models
+            cq, ck = cq["full_attention"], ck["full_attention"]
+        out = torch.zeros(query.shape[2], query.shape[1], D,
+                          dtype=query.dtype, device=query.device)
+        decode: List[int] = []
+        for r in range(len(cq) - 1):
+            q0, q1, k0, k1 = cq[r], cq[r + 1], ck[r], ck[r + 1]
+            if q1 == q0:
+                continue
+            slots = ri[k0:k1] if ri.numel() else wi[q0:q1]
+            if q1 - q0 == 1 and k1 - k0 > 1:
+                decode.append(r)
+            else:
+                self._prefill(query, pool, slots, q0, q1, H, scaling, out)
+        if decode:
+            self._decode(module, query, pool, ri, cq, ck, decode, H, scaling,
+                         out)
+        return out.unsqueeze(0), None
+
+    def _prefill(self, query, pool, slots, q0, q1, H, scaling, out) -> None:
+        """Dense causal attention of the chunk's queries over the request's
+        keys (the chunk's own are last)."""
+        D = self.head_dim
+        Lk, Lq = slots.numel(), q1 - q0
+        rows = self._rows(slots, H)                          # [Lk, H]
+        kk = pool["k"].view(-1, D)[rows].permute(1, 0, 2)     # [H, Lk, D]
+        vv = pool["v"].view(-1, D)[rows].permute(1, 0, 2)
+        mask = torch.ones(Lq, Lk, dtype=torch.bool,
+                          device=query.device).tril(Lk - Lq)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            query[0, :, q0:q1], kk.to(query.dtype), vv.to(query.dtype),
+            attn_mask=mask, scale=scaling, enable_gqa=True)   # [HQ, Lq, D]
+        out[q0:q1] = o.transpose(0, 1)
+
+    def _decode(self, module, query, pool, ri, cq, ck, reqs, H, scaling,
+                out) -> None:
+        """One decode op over the (request, KV head) rows of `reqs`."""
+        bs, D, G = self.block_size, self.head_dim, self.group_size
+        ids, counts, last = [], [], []
+        for r in reqs:
+            L = ck[r + 1] - ck[r]
+            n = (L + bs - 1) // bs
+            first = ri[ck[r] + torch.arange(n, device=ri.device) * bs]
+            ids.append(self._blocks(first, H).t())            # [H, n]
+            counts += [n] * H
+            last += [L - (n - 1) * bs] * H
+        dev = query.device
+        indices = torch.cat([x.reshape(-1) for x in ids]).to(torch.int32)
+        indptr = torch.zeros(len(counts) + 1, dtype=torch.int32, device=dev)
+        indptr[1:] = torch.tensor(counts, device=dev).cumsum(0)
+        last_len = torch.tensor(last, dtype=torch.int32, device=dev)
+        pos = torch.tensor([cq[r] for r in reqs], device=dev)
+        q = query[0][:, pos].transpose(0, 1).reshape(len(reqs) * H, G, D)
+        q = q.to(pool["k"].dtype).contiguous()
+        if module.layer_idx in self.layers_skip:
+            o, _ = self.flow.attend(q, pool, indptr, indices, last_len,
+                                    sm_scale=scaling)
+            kept = indptr
+        else:
+            o, _, kept, _ = self.flow.decode(q, pool, indptr, indices,
+                                             last_len, sm_scale=scaling)
+        self.stats["decode_rows"] += len(counts)
+        self.stats["dense_blocks"] += int(indptr[-1])
+        self.stats["kept_blocks"] += int(kept[-1])
+        out[pos] = o.view(len(reqs), H * G, D).to(out.dtype)

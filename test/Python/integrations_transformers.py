@@ -1,0 +1,189 @@
+# RUN: %python %s
+# REQUIRES: numpy, torch, transformers
+#
+# paged|vortex (vortex.integrations.transformers) under transformers'
+# continuous batching on the CPU, f32, a tiny Llama with random weights
+# (2 layers, D 16, 2 KV heads), transformers blocks of 16 tokens as the
+# flow's pages, vortex blocks of 4; prompts of 37, 5, 70 and 16 tokens
+# batched 48 tokens at a time (so prefill is chunked and decode and prefill
+# requests share steps), 24 greedy tokens each:
+#   - a budget that keeps every block gives exactly paged|sdpa's tokens, for
+#     gqa_quest and block_sparse at G 2 and 5; every decode row kept every
+#     block;
+#   - with NaN in every slot of the engine's cache before the run, the
+#     tokens are the same;
+#   - a budget of 2 blocks (+ BOS and EOS) attends fewer blocks than exist,
+#     and a layer in layers_skip attends all of them (dense attend);
+#   - the summaries the cache step wrote (Quest's max and min) equal a
+#     recomputation from K for every block the run completed;
+#   - attach refuses, naming the setting: an engine block that is not the
+#     flow's page_size, a model whose head_dim or query group is not the
+#     flow's, a sliding-window layer; a call outside continuous batching is
+#     refused too.
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.generation import ContinuousBatchingConfig, GenerationConfig
+
+import vortex
+from vortex.flows.block_sparse_attention import BlockSparseAttention
+from vortex.flows.gqa_quest_sparse_attention import GQAQuestSparseAttention
+from vortex.integrations.transformers import PagedVortex
+
+PS, BS, D, HKV = 16, 4, 16, 2
+PROMPTS = (37, 5, 70, 16)
+
+
+def model_config(G, head_dim=D):
+    return LlamaConfig(vocab_size=256, hidden_size=16 * HKV * G,
+                       intermediate_size=128,
+                       num_hidden_layers=2, num_attention_heads=HKV * G,
+                       num_key_value_heads=HKV, head_dim=head_dim,
+                       max_position_embeddings=4096)
+
+
+def make_model(G, head_dim=D):
+    torch.manual_seed(0)
+    return LlamaForCausalLM(model_config(G, head_dim)).eval()
+
+
+def engine(block_size=PS):
+    return ContinuousBatchingConfig(block_size=block_size, num_blocks=64,
+                                    max_batch_tokens=48)
+
+
+def run(impl, G):
+    """Greedy tokens of the prompts; impl: an attention name, or a
+    PagedVortex (attached)."""
+    model, cb = make_model(G), engine()
+    if isinstance(impl, PagedVortex):
+        impl.attach(model, cb)
+    else:
+        model.set_attn_implementation(impl)
+    prompts = [[int(x) for x in torch.randint(0, 256, (n,))] for n in PROMPTS]
+    gen = GenerationConfig(max_new_tokens=24, do_sample=False,
+                           eos_token_id=-1, pad_token_id=0)
+    out = model.generate_batch(prompts, generation_config=gen,
+                               continuous_batching_config=cb)
+    return {k: v.generated_tokens for k, v in sorted(out.items())}
+
+
+def compiled(flow_cls, G, topk):
+    cfg = vortex.FlowConfig(block_size=BS, page_size=PS, head_dim=D,
+                            group_size=G, topk_val=topk, topk_ratio=0.0,
+                            reserved_bos=1, reserved_eos=1)
+    return vortex.load(vortex.compile(flow_cls(), cfg, target="cpu"))
+
+
+# -- every block kept: paged|sdpa's tokens ---------------------------------
+for G in (2, 5):
+    ref = run("paged|sdpa", G)
+    for flow_cls in (GQAQuestSparseAttention, BlockSparseAttention):
+        attn = PagedVortex(compiled(flow_cls, G, 64),
+                           name=f"vortex_{flow_cls.__name__}_{G}")
+        got = run(attn, G)
+        assert got == ref, (flow_cls.__name__, G, got, ref)
+        s = attn.stats
+        assert s["decode_rows"] > 0 and s["kept_blocks"] == s["dense_blocks"], s
+        print(f"{flow_cls.__name__} G {G}: tokens == paged|sdpa, {s}")
+
+# -- NaN in every cache slot before the run: the same tokens ---------------
+# transformers allocates its cache uninitialized; unwritten slots (the tail
+# of a partial block) must never reach a result.
+from transformers.generation.continuous_batching import cache as cb_cache
+
+init = cb_cache.PagedAttentionCache.__init__
+
+
+def poisoned(self, *a, **kw):
+    init(self, *a, **kw)
+    for t in list(self.key_cache) + list(self.value_cache):
+        t.fill_(float("nan"))
+
+
+cb_cache.PagedAttentionCache.__init__ = poisoned
+ref2 = run("paged|sdpa", 2)     # (SDPA reads only written slots too)
+nan_attn = PagedVortex(compiled(GQAQuestSparseAttention, 2, 64),
+                       name="vortex_nan")
+got = run(nan_attn, 2)
+cb_cache.PagedAttentionCache.__init__ = init
+assert got == ref2 == run("paged|sdpa", 2), (got, ref2)
+print("NaN-filled cache: tokens == paged|sdpa")
+
+# -- a small budget; a dense layer -----------------------------------------
+sparse = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_k2")
+toks = run(sparse, 2)
+s = sparse.stats
+assert 0 < s["kept_blocks"] < s["dense_blocks"], s
+assert all(len(v) == 24 for v in toks.values()), toks
+skip = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), layers_skip=(0,),
+                   name="vortex_k2_skip0")
+run(skip, 2)
+t = skip.stats
+# Layer 0 attends every block, layer 1 selects: between the two.
+assert s["kept_blocks"] < t["kept_blocks"] < t["dense_blocks"], (s, t)
+print(f"budget 2: {s}; layer 0 dense: {t}")
+
+# -- the summaries equal a recomputation from K ----------------------------
+# Quest's fields: the max and min of each completed block's K rows. Every
+# block all of whose slots the run wrote (no block is reused: 64 pages hold
+# every request) must hold them exactly.
+written = {}
+call = PagedVortex.__call__
+
+
+def recording(self, module, query, key, value, mask, *a, **kw):
+    g, _ = kw["cache"].layer_index_to_group_indices[module.layer_idx]
+    written.setdefault(module.layer_idx, set()).update(
+        kw["write_index"][g].tolist())
+    return call(self, module, query, key, value, mask, *a, **kw)
+
+
+PagedVortex.__call__ = recording
+summ = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_sum")
+run(summ, 2)
+PagedVortex.__call__ = call
+checked = 0
+for layer, slots in written.items():
+    c = summ.caches[layer]
+    for page in {s // PS for s in slots}:
+        for j in range(PS // BS):
+            first = page * PS + j * BS
+            if not all(first + t in slots for t in range(BS)):
+                continue
+            for h in range(HKV):
+                b = (page * HKV + h) * (PS // BS) + j
+                kb = c["k"][b]                                  # [BS, D]
+                assert torch.equal(c["max"][b, 0], kb.max(0).values), b
+                assert torch.equal(c["min"][b, 0], kb.min(0).values), b
+                checked += 1
+assert checked > 50, checked
+print(f"summaries: {checked} completed blocks equal max/min of their K")
+
+
+# -- refusals ----------------------------------------------------------------
+def refused(what, fn, *words):
+    try:
+        fn()
+    except (ValueError, NotImplementedError) as err:
+        msg = str(err)
+        assert all(w in msg for w in words), (what, msg)
+        print(f"refused ({what}): {msg}")
+        return
+    raise AssertionError(f"{what}: not refused")
+
+
+bad = PagedVortex(compiled(GQAQuestSparseAttention, 2, 64), name="vortex_bad")
+refused("engine block 32", lambda: bad.attach(make_model(2), engine(32)),
+        "block_size is 32", "page_size 16")
+refused("head_dim 32", lambda: bad.attach(make_model(2, head_dim=32)),
+        "head_dim 32")
+refused("G 5 on a G 2 flow", lambda: bad.attach(make_model(5)),
+        "10 query heads", "group_size 2")
+sw = make_model(2)
+sw.config.layer_types = ["sliding_attention", "full_attention"]
+refused("a sliding-window layer", lambda: bad.attach(sw), "layers [0]",
+        "sliding_attention")
+refused("no paged cache",
+        lambda: bad(None, torch.zeros(1, 4, 1, D), None, None, None),
+        "continuous batching")
+print("integrations_transformers: ok")
