@@ -10,6 +10,10 @@
 #   - a budget that keeps every block gives exactly paged|sdpa's tokens, for
 #     gqa_quest and block_sparse at G 2 and 5; every decode row kept every
 #     block;
+#   - the same with prompts that share a 40-token prefix (the engine's
+#     prefix sharing maps their first blocks to the same pages);
+#   - every decode call's selection equals eager mode's (eager.indexer on
+#     the same q, cache and CSR);
 #   - with NaN in every slot of the engine's cache before the run, the
 #     tokens are the same;
 #   - a budget of 2 blocks (+ BOS and EOS) attends fewer blocks than exist,
@@ -51,15 +55,18 @@ def engine(block_size=PS):
                                     max_batch_tokens=48)
 
 
-def run(impl, G):
-    """Greedy tokens of the prompts; impl: an attention name, or a
-    PagedVortex (attached)."""
+def run(impl, G, shared_prefix=0):
+    """Greedy tokens of the prompts (their first `shared_prefix` tokens the
+    same); impl: an attention name, or a PagedVortex (attached)."""
     model, cb = make_model(G), engine()
     if isinstance(impl, PagedVortex):
         impl.attach(model, cb)
     else:
         model.set_attn_implementation(impl)
     prompts = [[int(x) for x in torch.randint(0, 256, (n,))] for n in PROMPTS]
+    if shared_prefix:
+        head = prompts[2][:shared_prefix]
+        prompts = [head + p for p in prompts]
     gen = GenerationConfig(max_new_tokens=24, do_sample=False,
                            eos_token_id=-1, pad_token_id=0)
     out = model.generate_batch(prompts, generation_config=gen,
@@ -86,10 +93,32 @@ for G in (2, 5):
         assert s["decode_rows"] > 0 and s["kept_blocks"] == s["dense_blocks"], s
         print(f"{flow_cls.__name__} G {G}: tokens == paged|sdpa, {s}")
 
+# -- prompts sharing 40 tokens (prefix sharing reuses their blocks) --------
+from transformers.generation.continuous_batching import cache as cb_cache
+
+ref_p = run("paged|sdpa", 2, shared_prefix=40)
+pre = PagedVortex(compiled(GQAQuestSparseAttention, 2, 64), name="vortex_pre")
+match = cb_cache.PagedAttentionCache.search_prefix_match
+matched = []
+
+
+def counting(self, request_id, prompt_ids):
+    n = match(self, request_id, prompt_ids)
+    matched.append(n)
+    return n
+
+
+cb_cache.PagedAttentionCache.search_prefix_match = counting
+got = run(pre, 2, shared_prefix=40)
+cb_cache.PagedAttentionCache.search_prefix_match = match
+assert got == ref_p
+assert sum(matched) > 0, f"no prefix was shared: {matched}"
+print(f"shared 40-token prefix ({sum(matched)} tokens' blocks reused): "
+      "tokens == paged|sdpa")
+
 # -- NaN in every cache slot before the run: the same tokens ---------------
 # transformers allocates its cache uninitialized; unwritten slots (the tail
 # of a partial block) must never reach a result.
-from transformers.generation.continuous_batching import cache as cb_cache
 
 init = cb_cache.PagedAttentionCache.__init__
 
@@ -122,6 +151,33 @@ t = skip.stats
 # Layer 0 attends every block, layer 1 selects: between the two.
 assert s["kept_blocks"] < t["kept_blocks"] < t["dense_blocks"], (s, t)
 print(f"budget 2: {s}; layer 0 dense: {t}")
+
+# -- every decode step's selection equals eager mode's ---------------------
+from vortex import eager
+
+eager_cfg = vortex.FlowConfig(block_size=BS, page_size=PS, head_dim=D,
+                              group_size=2, topk_val=2, topk_ratio=0.0,
+                              reserved_bos=1, reserved_eos=1)
+same_sel = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2),
+                       name="vortex_eager_check")
+decode_op = same_sel.flow.decode
+steps = []
+
+
+def decode_and_compare(q, cache, ip, ix, last, **kw):
+    o, lse, sp, si = decode_op(q, cache, ip, ix, last, **kw)
+    _, ep, ei = eager.indexer(GQAQuestSparseAttention(), q, cache, ip, ix,
+                              eager_cfg)
+    assert torch.equal(sp, ep.to(sp.dtype)), (sp, ep)
+    assert torch.equal(si[:int(sp[-1])], ei[:int(ep[-1])].to(si.dtype))
+    steps.append(int(sp[-1]))
+    return o, lse, sp, si
+
+
+same_sel.flow.decode = decode_and_compare
+run(same_sel, 2)
+assert len(steps) > 20 and sum(steps) < same_sel.stats["dense_blocks"], steps
+print(f"selections == eager mode's at {len(steps)} decode calls")
 
 # -- the summaries equal a recomputation from K ----------------------------
 # Quest's fields: the max and min of each completed block's K rows. Every
