@@ -22,8 +22,10 @@
 #     recomputation from K for every block the run completed;
 #   - attach refuses, naming the setting: an engine block that is not the
 #     flow's page_size, a model whose head_dim or query group is not the
-#     flow's, a sliding-window layer; a call outside continuous batching is
-#     refused too.
+#     flow's, a sliding-window layer, block sharing for a flow that saves
+#     state per block (with allow_block_sharing=False it runs, and a full
+#     budget gives paged|sdpa's tokens); a call
+#     outside continuous batching is refused too.
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.generation import ContinuousBatchingConfig, GenerationConfig
@@ -55,10 +57,10 @@ def engine(block_size=PS):
                                     max_batch_tokens=48)
 
 
-def run(impl, G, shared_prefix=0):
+def run(impl, G, shared_prefix=0, cb=None):
     """Greedy tokens of the prompts (their first `shared_prefix` tokens the
     same); impl: an attention name, or a PagedVortex (attached)."""
-    model, cb = make_model(G), engine()
+    model, cb = make_model(G), cb or engine()
     if isinstance(impl, PagedVortex):
         impl.attach(model, cb)
     else:
@@ -239,6 +241,21 @@ sw = make_model(2)
 sw.config.layer_types = ["sliding_attention", "full_attention"]
 refused("a sliding-window layer", lambda: bad.attach(sw), "layers [0]",
         "sliding_attention")
+# A flow that saves state per block (running_avg: its indexer writes
+# running_score) needs blocks no two requests share.
+from vortex.flows.running_avg_block_sparse import RunningAvgBlockSparse
+
+ra = PagedVortex(compiled(RunningAvgBlockSparse, 2, 64), name="vortex_ra")
+assert ra.saved == ["running_score"], ra.saved
+refused("block sharing with a saving flow",
+        lambda: ra.attach(make_model(2), engine()),
+        "running_score", "allow_block_sharing=False")
+no_share = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
+                                    max_batch_tokens=48,
+                                    allow_block_sharing=False)
+assert ra.attach(make_model(2), no_share) == "paged|vortex_ra"
+assert run(ra, 2, cb=no_share) == run("paged|sdpa", 2, cb=no_share)
+print("running_avg (saves state), blocks not shared: tokens == paged|sdpa")
 refused("no paged cache",
         lambda: bad(None, torch.zeros(1, 4, 1, D), None, None, None),
         "continuous batching")

@@ -24,7 +24,9 @@ Per call (one layer of one engine step):
 
 Refused by `attach`, with a message naming what is wrong: layers that are
 not full attention (sliding windows), a model whose head_dim or query group
-differs from the flow's, an engine block that is not the flow's page_size.
+differs from the flow's, an engine block that is not the flow's page_size,
+and block sharing (prefix sharing) for a flow that saves state per block
+(its indexer writes a cache field).
 The call checks the same again (the engine catches what it raises and logs
 the step's requests as failed), and the decode op refuses a flow whose
 selection may drop the partial block.
@@ -56,6 +58,11 @@ class PagedVortex:
         self.head_dim = int(flow.config["head_dim"])
         self.group_size = int(flow.config["group_size"])
         self.layers_skip = frozenset(int(i) for i in layers_skip)
+        # Fields the indexer writes (a flow's Save): state of a block that
+        # only one request may own.
+        m = flow.manifest
+        self.saved = [n for n in m.steps["indexer"].writes
+                      if m.tensors[n].role == "cache"]
         self._fields: Dict[int, Dict[str, torch.Tensor]] = {}
         # Layer -> the flow's cache dict of its last call (k and v are views
         # of the engine's tensors): what a test or a benchmark inspects.
@@ -95,6 +102,8 @@ class PagedVortex:
                 f"paged|{self.name}: layers {sliding} are not full attention "
                 f"({sorted(set(types[i] for i in sliding))}); flows run on "
                 "full attention layers only")
+        self._check_sharing(getattr(continuous_batching_config,
+                                    "allow_block_sharing", None))
         bs = getattr(continuous_batching_config, "block_size", None)
         if bs is not None and bs != self.page_size:
             raise ValueError(
@@ -105,9 +114,18 @@ class PagedVortex:
         model.set_attn_implementation(key)
         return key
 
+    def _check_sharing(self, allowed) -> None:
+        if self.saved and allowed:
+            raise ValueError(
+                f"paged|{self.name}: the flow saves state per block "
+                f"({', '.join(self.saved)}, written by its indexer), so a "
+                "block must belong to one request: set "
+                "ContinuousBatchingConfig(allow_block_sharing=False)")
+
     # -- the pool --------------------------------------------------------------
     def _check(self, module, cache, query) -> None:
         layer = module.layer_idx
+        self._check_sharing(getattr(cache, "allow_block_sharing", False))
         if cache.sliding_windows.get(layer, 1) != 1:
             raise NotImplementedError(
                 f"paged|{self.name}: layer {layer} is a sliding-window layer "
