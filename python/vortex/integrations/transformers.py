@@ -67,9 +67,16 @@ class PagedVortex:
         # Layer -> the flow's cache dict of its last call (k and v are views
         # of the engine's tensors): what a test or a benchmark inspects.
         self.caches: Dict[int, Dict[str, torch.Tensor]] = {}
-        # Counters a benchmark or test reads: decode rows, blocks they could
-        # attend, blocks the selections kept.
-        self.stats = {"decode_rows": 0, "dense_blocks": 0, "kept_blocks": 0}
+        # Decode rows, blocks they could attend, blocks the selections kept,
+        # summed on the device (`stats` reads them).
+        self._counts: Optional[torch.Tensor] = None
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        """Decode rows so far, the blocks they had and the blocks attended
+        (a layer in layers_skip attends all of them)."""
+        c = [0, 0, 0] if self._counts is None else self._counts.tolist()
+        return dict(zip(("decode_rows", "dense_blocks", "kept_blocks"), c))
 
     def register(self) -> str:
         """Registers the function with transformers' AttentionInterface and
@@ -234,23 +241,30 @@ class PagedVortex:
 
     def _decode(self, module, query, pool, ri, cq, ck, reqs, H, scaling,
                 out) -> None:
-        """One decode op over the (request, KV head) rows of `reqs`."""
+        """One decode op over the (request, KV head) rows of `reqs`. The
+        dense CSR is built with device ops from the engine's lists (no
+        per-request loop, no synchronization)."""
         bs, D, G = self.block_size, self.head_dim, self.group_size
-        ids, counts, last = [], [], []
-        for r in reqs:
-            L = ck[r + 1] - ck[r]
-            n = (L + bs - 1) // bs
-            first = ri[ck[r] + torch.arange(n, device=ri.device) * bs]
-            ids.append(self._blocks(first, H).t())            # [H, n]
-            counts += [n] * H
-            last += [L - (n - 1) * bs] * H
         dev = query.device
-        indices = torch.cat([x.reshape(-1) for x in ids]).to(torch.int32)
-        indptr = torch.zeros(len(counts) + 1, dtype=torch.int32, device=dev)
-        indptr[1:] = torch.tensor(counts, device=dev).cumsum(0)
-        last_len = torch.tensor(last, dtype=torch.int32, device=dev)
+        lens = [ck[r + 1] - ck[r] for r in reqs]
+        blocks = [(L + bs - 1) // bs for L in lens]
+        R, total = len(reqs), sum(blocks)
+        n = torch.tensor(blocks, device=dev)
+        k0 = torch.tensor([ck[r] for r in reqs], device=dev)
+        req = torch.repeat_interleave(torch.arange(R, device=dev), n,
+                                      output_size=total)
+        j = torch.arange(total, device=dev) - (torch.cumsum(n, 0) - n)[req]
+        ids = self._blocks(ri[k0[req] + j * bs], H)            # [total, H]
+        indptr = torch.zeros(R * H + 1, dtype=torch.int32, device=dev)
+        indptr[1:] = torch.cumsum(n.repeat_interleave(H), 0)
+        at = indptr[:-1].view(R, H).to(torch.int64)[req] + j[:, None]
+        indices = torch.empty(total * H, dtype=torch.int32, device=dev)
+        indices[at.reshape(-1)] = ids.reshape(-1).to(torch.int32)
+        last_len = torch.tensor([L - (b - 1) * bs for L, b in zip(lens, blocks)],
+                                dtype=torch.int32,
+                                device=dev).repeat_interleave(H)
         pos = torch.tensor([cq[r] for r in reqs], device=dev)
-        q = query[0][:, pos].transpose(0, 1).reshape(len(reqs) * H, G, D)
+        q = query[0][:, pos].transpose(0, 1).reshape(R * H, G, D)
         q = q.to(pool["k"].dtype).contiguous()
         if module.layer_idx in self.layers_skip:
             o, _ = self.flow.attend(q, pool, indptr, indices, last_len,
@@ -259,7 +273,9 @@ class PagedVortex:
         else:
             o, _, kept, _ = self.flow.decode(q, pool, indptr, indices,
                                              last_len, sm_scale=scaling)
-        self.stats["decode_rows"] += len(counts)
-        self.stats["dense_blocks"] += int(indptr[-1])
-        self.stats["kept_blocks"] += int(kept[-1])
-        out[pos] = o.view(len(reqs), H * G, D).to(out.dtype)
+        # Device counters: reading `stats` synchronizes, a step does not.
+        step = torch.stack([torch.tensor(R * H, device=dev),
+                            indptr[-1].to(torch.int64),
+                            kept[-1].to(torch.int64)])
+        self._counts = step if self._counts is None else self._counts + step
+        out[pos] = o.view(R, H * G, D).to(out.dtype)
