@@ -10,6 +10,10 @@
 #   - a budget that keeps every block gives exactly paged|sdpa's tokens, for
 #     gqa_quest and block_sparse at G 2 and 5; every decode row kept every
 #     block;
+#   - decode steps take transformers' decode fast path (the block table),
+#     which attach opens to the flow, and give the same tokens and blocks
+#     kept as the per-slot path; the gate stays closed for paged|sdpa and on
+#     another transformers version;
 #   - the same with prompts that share a 40-token prefix (the engine's
 #     prefix sharing maps their first blocks to the same pages);
 #   - every decode call's selection equals eager mode's (eager.indexer on
@@ -94,6 +98,52 @@ for G in (2, 5):
         s = attn.stats
         assert s["decode_rows"] > 0 and s["kept_blocks"] == s["dense_blocks"], s
         print(f"{flow_cls.__name__} G {G}: tokens == paged|sdpa, {s}")
+
+# -- transformers' decode fast path (the block table) -----------------------
+# attach opens it to the flow (enable_decode_fast_path); a step whose
+# requests all decode then passes the block table instead of per-slot lists.
+import warnings
+
+import transformers
+from transformers.generation.continuous_batching import initialization
+from vortex.integrations.transformers import enable_decode_fast_path
+
+paths = {"table": 0, "lists": 0}
+plain_call = PagedVortex.__call__
+
+
+def by_path(self, *a, **kw):
+    paths["table" if kw.get("block_table") is not None else "lists"] += 1
+    return plain_call(self, *a, **kw)
+
+
+PagedVortex.__call__ = by_path
+fast = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_fast")
+got_fast = run(fast, 2)
+table_calls = paths["table"]
+slow = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_slow",
+                   decode_fast_path=False)
+got_slow = run(slow, 2)
+PagedVortex.__call__ = plain_call
+assert table_calls > 30 and paths["table"] == table_calls, paths
+assert got_fast == got_slow and fast.stats == slow.stats, \
+    (got_fast, got_slow, fast.stats, slow.stats)
+print(f"decode fast path: {table_calls} block-table calls; tokens and "
+      f"blocks kept == the per-slot path's ({fast.stats})")
+# The gate stays closed for other attentions, and on other versions.
+probe = ContinuousBatchingConfig(block_size=PS, max_blocks_per_request=32)
+other = make_model(2).config
+other._attn_implementation = "paged|sdpa"
+initialization.ensure_decode_fast_path_is_available(other, probe, True)
+assert probe.max_blocks_per_request == 0, probe.max_blocks_per_request
+version = transformers.__version__
+transformers.__version__ = "5.18.0"
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert not enable_decode_fast_path("paged|vortex_next")
+transformers.__version__ = version
+assert any("5.17.x only" in str(w.message) for w in caught), caught
+print("decode fast path: closed for paged|sdpa and on transformers 5.18")
 
 # -- prompts sharing 40 tokens (prefix sharing reuses their blocks) --------
 from transformers.generation.continuous_batching import cache as cb_cache
@@ -197,7 +247,9 @@ def recording(self, module, query, key, value, mask, *a, **kw):
 
 
 PagedVortex.__call__ = recording
-summ = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_sum")
+# (The per-slot path: its write_index lists every slot the run wrote.)
+summ = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_sum",
+                   decode_fast_path=False)
 run(summ, 2)
 PagedVortex.__call__ = call
 checked = 0

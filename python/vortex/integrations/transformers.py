@@ -20,7 +20,10 @@ Per call (one layer of one engine step):
   block always attended and never scored; a layer in `layers_skip` runs
   `flow.attend` over all of the request's blocks;
 - a prefill request (a prompt or a chunk of one) attends densely (SDPA,
-  causal within the chunk).
+  causal within the chunk);
+- a step whose requests all decode takes transformers' decode fast path,
+  which `attach` opens to the flow (`enable_decode_fast_path`): the engine's
+  block table replaces its per-slot lists, and gives the new tokens' slots.
 
 Refused by `attach`, with a message naming what is wrong: layers that are
 not full attention (sliding windows), a model whose head_dim or query group
@@ -40,14 +43,54 @@ from vortex.environment import import_torch
 
 torch = import_torch()
 
-__all__ = ["PagedVortex"]
+__all__ = ["PagedVortex", "enable_decode_fast_path"]
+
+# The transformers versions whose decode fast-path gate
+# (`continuous_batching.initialization.ensure_decode_fast_path_is_available`)
+# `enable_decode_fast_path` was written and tested against.
+FAST_PATH_VERSIONS = ("5.17.",)
+_FAST_PATH_KEYS = set()
+
+
+def enable_decode_fast_path(key: str) -> bool:
+    """Opens transformers' decode fast path (the block table) to the
+    attention registered as `key`. transformers gives it to flash-attn
+    only: its gate sets `max_blocks_per_request = 0` for any other
+    attention, which then gets, every step, a Python list of every cached
+    slot of every request. The gate is wrapped once, and only on
+    FAST_PATH_VERSIONS; other models keep the original gate. Returns whether
+    the path is open (False, with a warning, on another version)."""
+    import warnings
+
+    import transformers
+    from transformers.generation.continuous_batching import \
+        initialization as init
+    gate = getattr(init, "ensure_decode_fast_path_is_available", None)
+    if not transformers.__version__.startswith(FAST_PATH_VERSIONS) or \
+            gate is None:
+        warnings.warn(
+            f"{key}: the decode fast path is opened for transformers "
+            f"{', '.join(v + 'x' for v in FAST_PATH_VERSIONS)} only (this is "
+            f"{transformers.__version__}); decode uses the per-slot lists")
+        return False
+    _FAST_PATH_KEYS.add(key)
+    if getattr(gate, "_vortex", False):
+        return True
+
+    def ensure(config, cb_config, user_requested):
+        if getattr(config, "_attn_implementation", None) in _FAST_PATH_KEYS:
+            return   # keep max_blocks_per_request as resolved
+        return gate(config, cb_config, user_requested)
+    ensure._vortex, ensure.__wrapped__ = True, gate
+    init.ensure_decode_fast_path_is_available = ensure
+    return True
 
 
 class PagedVortex:
     """A compiled flow as transformers' paged attention."""
 
     def __init__(self, flow, layers_skip: Iterable[int] = (),
-                 name: str = "vortex"):
+                 name: str = "vortex", decode_fast_path: bool = True):
         for key in ("block_size", "page_size", "head_dim", "group_size"):
             if key not in flow.config:
                 raise ValueError(f"flow: its config has no {key}")
@@ -58,12 +101,14 @@ class PagedVortex:
         self.head_dim = int(flow.config["head_dim"])
         self.group_size = int(flow.config["group_size"])
         self.layers_skip = frozenset(int(i) for i in layers_skip)
+        self.decode_fast_path = decode_fast_path
         # Fields the indexer writes (a flow's Save): state of a block that
         # only one request may own.
         m = flow.manifest
         self.saved = [n for n in m.steps["indexer"].writes
                       if m.tensors[n].role == "cache"]
         self._fields: Dict[int, Dict[str, torch.Tensor]] = {}
+        self._owners: Dict[int, tuple] = {}
         # Layer -> the flow's cache dict of its last call (k and v are views
         # of the engine's tensors): what a test or a benchmark inspects.
         self.caches: Dict[int, Dict[str, torch.Tensor]] = {}
@@ -118,6 +163,8 @@ class PagedVortex:
                 f"flow's page_size {self.page_size}: set "
                 "ContinuousBatchingConfig(block_size=page_size)")
         key = self.register()
+        if self.decode_fast_path:
+            enable_decode_fast_path(key)
         model.set_attn_implementation(key)
         return key
 
@@ -159,11 +206,15 @@ class PagedVortex:
         bs, D = self.block_size, self.head_dim
         k = cache.key_cache[li].view(-1, bs, D)
         v = cache.value_cache[li].view(-1, bs, D)
-        if layer not in self._fields:
+        # A new engine cache (another generate_batch, another size) gets
+        # new fields: they index the same blocks as its tensors.
+        owner = (k.data_ptr(), k.shape[0], k.device)
+        if self._owners.get(layer) != owner:
             shapes = self.flow.manifest.cache_shapes(k.shape[0])
             full = self.flow.allocate_cache(k.shape[0], device=k.device)
             self._fields[layer] = {n: full[n] for n in shapes
                                    if n not in ("k", "v")}
+            self._owners[layer] = owner
         self.caches[layer] = {"k": k, "v": v, **self._fields[layer]}
         return self.caches[layer], cache.num_key_value_heads
 
@@ -193,6 +244,12 @@ class PagedVortex:
                              "batching only (no paged cache was passed)")
         self._check(module, cache, query)
         g, _ = cache.layer_index_to_group_indices[module.layer_idx]
+        ck = kw["cu_seq_lens_k"]
+        if isinstance(ck, dict):   # per layer type in mixed models
+            ck = ck["full_attention"]
+        if kw.get("block_table") is not None:
+            return self._fast_decode(module, query, key, value, cache,
+                                     kw["block_table"][g], ck, scaling)
         wi = kw["write_index"][g].to(torch.int64)
         ri = kw["read_index"][g].to(torch.int64)
         pool, H = self._cache(module, cache)
@@ -203,10 +260,7 @@ class PagedVortex:
         vflat[rows] = value[0].transpose(0, 1).reshape(-1, D).to(vflat.dtype)
         self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
 
-        cq = kw["cu_seq_lens_q"].tolist()
-        ck = kw["cu_seq_lens_k"].tolist()
-        if isinstance(cq, dict):   # per layer type in mixed models
-            cq, ck = cq["full_attention"], ck["full_attention"]
+        cq, ck = kw["cu_seq_lens_q"].tolist(), ck.tolist()
         out = torch.zeros(query.shape[2], query.shape[1], D,
                           dtype=query.dtype, device=query.device)
         decode: List[int] = []
@@ -220,8 +274,43 @@ class PagedVortex:
             else:
                 self._prefill(query, pool, slots, q0, q1, H, scaling, out)
         if decode:
-            self._decode(module, query, pool, ri, cq, ck, decode, H, scaling,
-                         out)
+            k0 = torch.tensor([ck[r] for r in decode], device=ri.device)
+            self._decode(module, query, pool, [ck[r + 1] - ck[r] for r in decode],
+                         [cq[r] for r in decode],
+                         lambda req, t: ri[k0[req] + t], H, scaling, out)
+        return out.unsqueeze(0), None
+
+    def _fast_decode(self, module, query, key, value, cache, table, ck,
+                     scaling):
+        """transformers' decode fast path (`enable_decode_fast_path`): every
+        request of the step has one new token, and `table` [requests,
+        max blocks] holds each request's engine pages (-1 past its end; the
+        rows past the batch, padding, have length 0) instead of per-token
+        slot lists."""
+        pool, H = self._cache(module, cache)
+        ps, D = self.page_size, self.head_dim
+        ck = ck.tolist()
+        reqs = [r for r in range(len(ck) - 1) if ck[r + 1] > ck[r]]
+        lens = [ck[r + 1] - ck[r] for r in reqs]
+        out = torch.zeros(query.shape[2], query.shape[1], D,
+                          dtype=query.dtype, device=query.device)
+        if not reqs:
+            return out.unsqueeze(0), None
+        rt = torch.tensor(reqs, device=table.device)
+
+        def slot_of(req, t):   # slot of token t of the req-th request
+            return table[rt[req], t // ps].to(torch.int64) * ps + t % ps
+        last = torch.tensor(lens, device=table.device) - 1
+        wi = slot_of(torch.arange(len(reqs), device=table.device), last)
+        rows = self._rows(wi, H).reshape(-1)
+        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
+        kflat[rows] = key[0][:, rt].transpose(0, 1).reshape(-1, D).to(
+            kflat.dtype)
+        vflat[rows] = value[0][:, rt].transpose(0, 1).reshape(-1, D).to(
+            vflat.dtype)
+        self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
+        self._decode(module, query, pool, lens, reqs, slot_of, H, scaling,
+                     out)
         return out.unsqueeze(0), None
 
     def _prefill(self, query, pool, slots, q0, q1, H, scaling, out) -> None:
@@ -234,27 +323,30 @@ class PagedVortex:
         vv = pool["v"].view(-1, D)[rows].permute(1, 0, 2)
         mask = torch.ones(Lq, Lk, dtype=torch.bool,
                           device=query.device).tril(Lk - Lq)
+        # 4-D operands: torch's CPU SDPA takes its flash path only then
+        # (3x the 3-D math path at 512 x 4K).
         o = torch.nn.functional.scaled_dot_product_attention(
-            query[0, :, q0:q1], kk.to(query.dtype), vv.to(query.dtype),
-            attn_mask=mask, scale=scaling, enable_gqa=True)   # [HQ, Lq, D]
-        out[q0:q1] = o.transpose(0, 1)
+            query[:, :, q0:q1], kk[None].to(query.dtype),
+            vv[None].to(query.dtype), attn_mask=mask[None, None],
+            scale=scaling, enable_gqa=True)                # [1, HQ, Lq, D]
+        out[q0:q1] = o[0].transpose(0, 1)
 
-    def _decode(self, module, query, pool, ri, cq, ck, reqs, H, scaling,
+    def _decode(self, module, query, pool, lens, qpos, slot_of, H, scaling,
                 out) -> None:
-        """One decode op over the (request, KV head) rows of `reqs`. The
-        dense CSR is built with device ops from the engine's lists (no
-        per-request loop, no synchronization)."""
+        """One decode op over the (request, KV head) rows of the requests of
+        lengths `lens` whose query tokens are at `qpos`; `slot_of(req, t)`
+        gives the slots of tokens t of the req-th of them (device tensors).
+        The dense CSR is built with device ops (no per-request loop, no
+        synchronization)."""
         bs, D, G = self.block_size, self.head_dim, self.group_size
         dev = query.device
-        lens = [ck[r + 1] - ck[r] for r in reqs]
         blocks = [(L + bs - 1) // bs for L in lens]
-        R, total = len(reqs), sum(blocks)
+        R, total = len(lens), sum(blocks)
         n = torch.tensor(blocks, device=dev)
-        k0 = torch.tensor([ck[r] for r in reqs], device=dev)
         req = torch.repeat_interleave(torch.arange(R, device=dev), n,
                                       output_size=total)
         j = torch.arange(total, device=dev) - (torch.cumsum(n, 0) - n)[req]
-        ids = self._blocks(ri[k0[req] + j * bs], H)            # [total, H]
+        ids = self._blocks(slot_of(req, j * bs), H)            # [total, H]
         indptr = torch.zeros(R * H + 1, dtype=torch.int32, device=dev)
         indptr[1:] = torch.cumsum(n.repeat_interleave(H), 0)
         at = indptr[:-1].view(R, H).to(torch.int64)[req] + j[:, None]
@@ -263,7 +355,7 @@ class PagedVortex:
         last_len = torch.tensor([L - (b - 1) * bs for L, b in zip(lens, blocks)],
                                 dtype=torch.int32,
                                 device=dev).repeat_interleave(H)
-        pos = torch.tensor([cq[r] for r in reqs], device=dev)
+        pos = torch.tensor(qpos, device=dev)
         q = query[0][:, pos].transpose(0, 1).reshape(R * H, G, D)
         q = q.to(pool["k"].dtype).contiguous()
         if module.layer_idx in self.layers_skip:
