@@ -24,6 +24,9 @@
 #     and a layer in layers_skip attends all of them (dense attend);
 #   - the summaries the cache step wrote (Quest's max and min) equal a
 #     recomputation from K for every block the run completed;
+#   - a request forked by num_return_sequences = 2 with blocks not shared:
+#     the pages the engine copies (copy_cache) get their summaries copied
+#     too, equal to their K's;
 #   - attach refuses, naming the setting: an engine block that is not the
 #     flow's page_size, a model whose head_dim or query group is not the
 #     flow's, a sliding-window layer, block sharing for a flow that saves
@@ -269,6 +272,44 @@ for layer, slots in written.items():
 assert checked > 50, checked
 print(f"summaries: {checked} completed blocks equal max/min of their K")
 
+
+# -- a forked request gets its copied blocks' fields -------------------------
+# num_return_sequences = 2 forks the request after its prefill; with blocks
+# not shared, the engine copies the parent's pages (copy_cache, K/V only),
+# and the wrap copies the flow's fields of those pages with them.
+copies = []
+fork = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2), name="vortex_fork")
+fork_cb = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
+                                   max_batch_tokens=48,
+                                   allow_block_sharing=False)
+fork_model = make_model(2)
+fork.attach(fork_model, fork_cb)
+wrapped_copy = cb_cache.PagedAttentionCache.copy_cache
+
+
+def copy_recording(self, src, dst):
+    copies.extend(zip(src, dst))
+    return wrapped_copy(self, src, dst)
+
+
+cb_cache.PagedAttentionCache.copy_cache = copy_recording
+fork_model.generate_batch(
+    [[int(x) for x in torch.randint(0, 256, (39,))]],
+    generation_config=GenerationConfig(
+        max_new_tokens=8, do_sample=True, top_k=1, num_return_sequences=2,
+        eos_token_id=-1, pad_token_id=0),
+    continuous_batching_config=fork_cb)
+cb_cache.PagedAttentionCache.copy_cache = wrapped_copy
+full_pages = [d for _, d in copies[:-1]]    # the last copied page is partial
+assert len(full_pages) >= 2, copies
+for layer, c in fork.caches.items():
+    for page in full_pages:
+        for b in range(page * HKV * (PS // BS), (page + 1) * HKV * (PS // BS)):
+            kb = c["k"][b]
+            assert torch.equal(c["max"][b, 0], kb.max(0).values), (layer, b)
+            assert torch.equal(c["min"][b, 0], kb.min(0).values), (layer, b)
+print(f"fork: pages {copies} copied; the forked pages' summaries equal "
+      "their K's")
 
 # -- refusals ----------------------------------------------------------------
 def refused(what, fn, *words):

@@ -37,6 +37,7 @@ selection may drop the partial block.
 
 from __future__ import annotations
 
+import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from vortex.environment import import_torch
@@ -45,11 +46,46 @@ torch = import_torch()
 
 __all__ = ["PagedVortex", "enable_decode_fast_path"]
 
-# The transformers versions whose decode fast-path gate
-# (`continuous_batching.initialization.ensure_decode_fast_path_is_available`)
-# `enable_decode_fast_path` was written and tested against.
+# The transformers versions whose engine internals the two wraps below (the
+# decode fast-path gate, `copy_cache`) were written and tested against.
 FAST_PATH_VERSIONS = ("5.17.",)
 _FAST_PATH_KEYS = set()
+# Attached PagedVortex objects: `copy_cache` copies their fields too.
+_ATTACHED = weakref.WeakSet()
+
+
+def _version_ok(what: str) -> bool:
+    import warnings
+
+    import transformers
+    if transformers.__version__.startswith(FAST_PATH_VERSIONS):
+        return True
+    warnings.warn(
+        f"{what}: written for transformers "
+        f"{', '.join(v + 'x' for v in FAST_PATH_VERSIONS)} only (this is "
+        f"{transformers.__version__}); not enabled")
+    return False
+
+
+def _copy_fields_on_fork() -> bool:
+    """Forking a request (num_return_sequences > 1) copies the parent's
+    unshared blocks with `PagedAttentionCache.copy_cache`, K/V only: wrap it
+    once so the flow's fields of those blocks (summaries, saved state) are
+    copied with them. Returns whether the wrap is on."""
+    from transformers.generation.continuous_batching import cache as cb
+    copy = getattr(cb.PagedAttentionCache, "copy_cache", None)
+    if copy is None or not _version_ok("copying fields on fork"):
+        return False
+    if getattr(copy, "_vortex", False):
+        return True
+
+    def copy_cache(self, list_source_blocks, list_forked_blocks):
+        copy(self, list_source_blocks, list_forked_blocks)
+        for attn in list(_ATTACHED):
+            attn._copy_fields(self, list_source_blocks, list_forked_blocks)
+    copy_cache._vortex, copy_cache.__wrapped__ = True, copy
+    cb.PagedAttentionCache.copy_cache = copy_cache
+    return True
 
 
 def enable_decode_fast_path(key: str) -> bool:
@@ -60,18 +96,11 @@ def enable_decode_fast_path(key: str) -> bool:
     slot of every request. The gate is wrapped once, and only on
     FAST_PATH_VERSIONS; other models keep the original gate. Returns whether
     the path is open (False, with a warning, on another version)."""
-    import warnings
-
-    import transformers
     from transformers.generation.continuous_batching import \
         initialization as init
     gate = getattr(init, "ensure_decode_fast_path_is_available", None)
-    if not transformers.__version__.startswith(FAST_PATH_VERSIONS) or \
-            gate is None:
-        warnings.warn(
-            f"{key}: the decode fast path is opened for transformers "
-            f"{', '.join(v + 'x' for v in FAST_PATH_VERSIONS)} only (this is "
-            f"{transformers.__version__}); decode uses the per-slot lists")
+    if gate is None or not _version_ok(
+            f"{key}: the decode fast path (decode uses the per-slot lists)"):
         return False
     _FAST_PATH_KEYS.add(key)
     if getattr(gate, "_vortex", False):
@@ -165,6 +194,8 @@ class PagedVortex:
         key = self.register()
         if self.decode_fast_path:
             enable_decode_fast_path(key)
+        if _copy_fields_on_fork():
+            _ATTACHED.add(self)
         model.set_attn_implementation(key)
         return key
 
@@ -217,6 +248,27 @@ class PagedVortex:
             self._owners[layer] = owner
         self.caches[layer] = {"k": k, "v": v, **self._fields[layer]}
         return self.caches[layer], cache.num_key_value_heads
+
+    def _copy_fields(self, cache, source, forked) -> None:
+        """The fields of engine blocks `source` into `forked`, in every
+        layer whose fields belong to `cache` (the engine's block `p` holds
+        the pool blocks [p * H * n, (p + 1) * H * n), n = page / block)."""
+        if not source:
+            return
+        n = cache.num_key_value_heads * (self.page_size // self.block_size)
+        for layer, fields in self._fields.items():
+            _, li = cache.layer_index_to_group_indices[layer]
+            k = cache.key_cache[li]
+            if self._owners[layer][:2] != (k.data_ptr(), k.numel() //
+                                           (self.block_size * self.head_dim)):
+                continue
+            sub = torch.arange(n, device=k.device)
+            src = (torch.tensor(source, device=k.device)[:, None] * n +
+                   sub).reshape(-1)
+            dst = (torch.tensor(forked, device=k.device)[:, None] * n +
+                   sub).reshape(-1)
+            for t in fields.values():
+                t[dst] = t[src]
 
     def _rows(self, slots: torch.Tensor, H: int) -> torch.Tensor:
         """Pool rows (token slots of the flat [tokens, D] pool) of `slots`
