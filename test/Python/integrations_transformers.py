@@ -14,6 +14,11 @@
 #     which attach opens to the flow, and give the same tokens and blocks
 #     kept as the per-slot path; the gate stays closed for paged|sdpa and on
 #     another transformers version;
+#   - the fast path's static form (graph-capturable: a CSR with a spare
+#     row, no host read), with every call padded by 3 requests as the
+#     engine pads for a graph, gives the exact form's tokens and blocks
+#     kept, with budgets 64 and 2 and with a dense layer; padding rows
+#     have no output;
 #   - the same with prompts that share a 40-token prefix (the engine's
 #     prefix sharing maps their first blocks to the same pages);
 #   - every decode call's selection equals eager mode's (eager.indexer on
@@ -32,7 +37,9 @@
 #     flow's, a sliding-window layer, block sharing for a flow that saves
 #     state per block (with allow_block_sharing=False it runs, and a full
 #     budget gives paged|sdpa's tokens); a call
-#     outside continuous batching is refused too.
+#     outside continuous batching is refused too; so are CUDA graphs of
+#     decode steps where the static form cannot run (a flow that saves
+#     state, the fast path off) and graphs of prefill steps.
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.generation import ContinuousBatchingConfig, GenerationConfig
@@ -147,6 +154,52 @@ with warnings.catch_warnings(record=True) as caught:
 transformers.__version__ = version
 assert any("5.17.x only" in str(w.message) for w in caught), caught
 print("decode fast path: closed for paged|sdpa and on transformers 5.18")
+
+# -- the fast path's static form (what a CUDA graph captures) ----------------
+# On the CPU the engine neither captures nor pads; a wrapper pads every
+# block-table call by 3 requests as the engine does for a graph (length 0,
+# table rows -1, extra query tokens) and drops their output rows.
+padded_calls = []
+
+
+def padding(self, module, query, key, value, mask, *a, **kw):
+    table = kw.get("block_table")
+    if table is None or not self.static_decode:
+        return plain_call(self, module, query, key, value, mask, *a, **kw)
+    pad = 3
+    kw = dict(kw)
+    kw["block_table"] = torch.cat(
+        [table, torch.full_like(table[:, :pad], -1)], 1)
+    ck = kw["cu_seq_lens_k"]
+    kw["cu_seq_lens_k"] = torch.cat([ck, ck[-1:].repeat(pad)])
+    cq = kw["cu_seq_lens_q"]
+    kw["cu_seq_lens_q"] = torch.cat([cq, cq[-1:].repeat(pad)])
+
+    def grow(x):
+        extra = torch.randn(*x.shape[:2], pad, x.shape[3], dtype=x.dtype)
+        return torch.cat([x, extra], 2)
+    out, _ = plain_call(self, module, grow(query), grow(key), grow(value),
+                        mask, *a, **kw)
+    assert not out[0, -pad:].any(), "a padding row has output"
+    padded_calls.append(1)
+    return out[:, :-pad], None
+
+
+PagedVortex.__call__ = padding
+for topk, skip_layers in ((64, ()), (2, ()), (2, (0,))):
+    exact = PagedVortex(compiled(GQAQuestSparseAttention, 2, topk),
+                        layers_skip=skip_layers, static_decode=False,
+                        name=f"vortex_exact_{topk}_{len(skip_layers)}")
+    static = PagedVortex(compiled(GQAQuestSparseAttention, 2, topk),
+                         layers_skip=skip_layers, static_decode=True,
+                         name=f"vortex_static_{topk}_{len(skip_layers)}")
+    assert run(static, 2) == run(exact, 2) and static.stats == exact.stats, \
+        (topk, skip_layers, static.stats, exact.stats)
+PagedVortex.__call__ = plain_call
+assert len(padded_calls) > 100, len(padded_calls)
+print(f"static fast path, padded by 3 requests ({len(padded_calls)} calls): "
+      "tokens and blocks kept == the exact form's at budgets 64 and 2, and "
+      "with a dense layer")
 
 # -- prompts sharing 40 tokens (prefix sharing reuses their blocks) --------
 from transformers.generation.continuous_batching import cache as cb_cache
@@ -352,4 +405,22 @@ print("running_avg (saves state), blocks not shared: tokens == paged|sdpa")
 refused("no paged cache",
         lambda: bad(None, torch.zeros(1, 4, 1, D), None, None, None),
         "continuous batching")
+# CUDA graphs of decode steps need the static form.
+refused("static_decode with a saving flow",
+        lambda: PagedVortex(ra.flow, static_decode=True), "static_decode",
+        "running_score")
+graphs = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
+                                  allow_block_sharing=False,
+                                  use_cuda_graph=(False, True))
+refused("decode graphs with a saving flow",
+        lambda: ra.attach(make_model(2), graphs), "CUDA graphs",
+        "use_cuda_graph=False")
+refused("decode graphs without the fast path",
+        lambda: PagedVortex(bad.flow, name="vortex_nofast",
+                            decode_fast_path=False).attach(make_model(2),
+                                                           graphs),
+        "decode_fast_path=False")
+refused("graphs of prefill steps",
+        lambda: bad.attach(make_model(2), ContinuousBatchingConfig(
+            block_size=PS, use_cuda_graph=True)), "(False, True)")
 print("integrations_transformers: ok")

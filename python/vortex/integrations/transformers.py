@@ -119,7 +119,8 @@ class PagedVortex:
     """A compiled flow as transformers' paged attention."""
 
     def __init__(self, flow, layers_skip: Iterable[int] = (),
-                 name: str = "vortex", decode_fast_path: bool = True):
+                 name: str = "vortex", decode_fast_path: bool = True,
+                 static_decode: Optional[bool] = None):
         for key in ("block_size", "page_size", "head_dim", "group_size"):
             if key not in flow.config:
                 raise ValueError(f"flow: its config has no {key}")
@@ -131,11 +132,19 @@ class PagedVortex:
         self.group_size = int(flow.config["group_size"])
         self.layers_skip = frozenset(int(i) for i in layers_skip)
         self.decode_fast_path = decode_fast_path
+        # The fast path's static form (graph-capturable): by default on
+        # CUDA for a flow that saves no state (`_static_decode`).
+        self.static_decode = static_decode
         # Fields the indexer writes (a flow's Save): state of a block that
         # only one request may own.
         m = flow.manifest
         self.saved = [n for n in m.steps["indexer"].writes
                       if m.tensors[n].role == "cache"]
+        if static_decode and self.saved:
+            raise ValueError(
+                f"static_decode: the flow saves state per block "
+                f"({', '.join(self.saved)}), which the static form's spare "
+                "row would write into block 0")
         self._fields: Dict[int, Dict[str, torch.Tensor]] = {}
         self._owners: Dict[int, tuple] = {}
         # Layer -> the flow's cache dict of its last call (k and v are views
@@ -191,6 +200,24 @@ class PagedVortex:
                 f"paged|{self.name}: the engine's block_size is {bs}, the "
                 f"flow's page_size {self.page_size}: set "
                 "ContinuousBatchingConfig(block_size=page_size)")
+        graphs = getattr(continuous_batching_config, "use_cuda_graph", None)
+        if isinstance(graphs, tuple):
+            graphs = graphs[1]           # (varlen, decode)
+        if graphs and (self.saved or self.static_decode is False or
+                       not self.decode_fast_path):
+            raise ValueError(
+                f"paged|{self.name}: CUDA graphs of decode steps need the "
+                "decode fast path in its static form, which a flow that "
+                "saves state per block cannot use and decode_fast_path=False "
+                "or static_decode=False turn off: set "
+                "ContinuousBatchingConfig(use_cuda_graph=False)")
+        if graphs and isinstance(getattr(continuous_batching_config,
+                                         "use_cuda_graph", None), bool):
+            raise ValueError(
+                f"paged|{self.name}: use_cuda_graph=True also captures "
+                "prefill steps, which read the engine's lengths on the host: "
+                "set ContinuousBatchingConfig(use_cuda_graph=(False, True)) "
+                "(decode steps only)")
         key = self.register()
         if self.decode_fast_path:
             enable_decode_fast_path(key)
@@ -300,8 +327,11 @@ class PagedVortex:
         if isinstance(ck, dict):   # per layer type in mixed models
             ck = ck["full_attention"]
         if kw.get("block_table") is not None:
-            return self._fast_decode(module, query, key, value, cache,
-                                     kw["block_table"][g], ck, scaling)
+            fast = self._static_decode if self._static(query) else \
+                self._fast_decode
+            return fast(module, query, key, value, cache,
+                        kw["block_table"][g], ck, kw["cu_seq_lens_q"],
+                        scaling)
         wi = kw["write_index"][g].to(torch.int64)
         ri = kw["read_index"][g].to(torch.int64)
         pool, H = self._cache(module, cache)
@@ -332,7 +362,92 @@ class PagedVortex:
                          lambda req, t: ri[k0[req] + t], H, scaling, out)
         return out.unsqueeze(0), None
 
-    def _fast_decode(self, module, query, key, value, cache, table, ck,
+    def _count(self, step: torch.Tensor) -> None:
+        """Adds a step's counts in place: a captured graph replays the add
+        into the same buffer (reading `stats` synchronizes, a step does
+        not)."""
+        if self._counts is None or self._counts.device != step.device:
+            self._counts = torch.zeros(3, dtype=torch.int64,
+                                       device=step.device)
+        self._counts.add_(step)
+
+    def _static(self, query) -> bool:
+        if self.static_decode is None:
+            return query.is_cuda and not self.saved
+        return self.static_decode
+
+    def _static_decode(self, module, query, key, value, cache, table, ck,
+                       cq, scaling):
+        """The fast path with static shapes and no host read, which a CUDA
+        graph captures and replays. The decode CSR has room for every
+        request at the table's full width, C = N * H * W blocks (N requests
+        with padding, W vortex blocks a row); the real rows come first, then
+        one extra row, with q = 0, holds the C - T entries they leave
+        (block 0): the CSR then ends at its indices' length, as the score
+        kernels require. The extra row's output is dropped. Not for a flow
+        that saves state (it would save into block 0)."""
+        pool, H = self._cache(module, cache)
+        ps, bs, D, G = (self.page_size, self.block_size, self.head_dim,
+                        self.group_size)
+        N, dev, sub = table.shape[0], table.device, ps // bs
+        W = table.shape[1] * sub
+        lens = (ck[1:N + 1] - ck[:N]).to(torch.int64)      # 0: padding
+        valid = lens > 0
+        req = torch.arange(N, device=dev)
+        last = (lens - 1).clamp(min=0)
+        wi = table[req, last // ps].to(torch.int64) * ps + last % ps
+        wi = torch.where(valid, wi, -1)        # the cache step skips -1
+        # Padding rows write request 0's K/V again (the same bytes).
+        src = torch.where(valid, req, 0)
+        rows = self._rows(wi[src], H).reshape(-1)
+        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
+        kflat[rows] = key[0][:, src].transpose(0, 1).reshape(-1, D).to(
+            kflat.dtype)
+        vflat[rows] = value[0][:, src].transpose(0, 1).reshape(-1, D).to(
+            vflat.dtype)
+        self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
+
+        R, C = N * H, N * H * W
+        n = ((lens + bs - 1) // bs).repeat_interleave(H)    # [R]
+        indptr = torch.zeros(R + 2, dtype=torch.int32, device=dev)
+        indptr[1:R + 1] = torch.cumsum(n, 0)
+        indptr[R + 1:].fill_(C)      # (a kernel: no host copy in a graph)
+        j = torch.arange(W, device=dev)
+        used = j[None] < n[:, None]                         # [R, W]
+        at = indptr[:R, None].to(torch.int64) + j[None]
+        spare = indptr[R].to(torch.int64) + \
+            torch.cumsum((~used).reshape(-1), 0) - 1
+        at = torch.where(used.reshape(-1), at.reshape(-1), spare)
+        heads = torch.arange(H, device=dev).repeat(N)        # [R]
+        page = table.to(torch.int64).repeat_interleave(H, 0)[
+            :, (j * bs) // ps]                              # [R, W]
+        ids = (page * H + heads[:, None]) * sub + ((j * bs) % ps) // bs
+        indices = torch.empty(C, dtype=torch.int32, device=dev)
+        indices[at] = torch.where(used, ids, 0).reshape(-1).to(torch.int32)
+        last_len = torch.full((R + 1,), bs, dtype=torch.int32, device=dev)
+        last_len[:R] = torch.where(n > 0, lens.repeat_interleave(H) -
+                                   (n - 1) * bs, bs).to(torch.int32)
+        qpos = cq[:N].to(torch.int64).clamp(max=query.shape[2] - 1)
+        q = torch.zeros(R + 1, G, D, dtype=pool["k"].dtype, device=dev)
+        q[:R] = query[0][:, qpos].transpose(0, 1).reshape(R, G, D)
+        if module.layer_idx in self.layers_skip:
+            o, _ = self.flow.attend(q, pool, indptr, indices, last_len,
+                                    sm_scale=scaling)
+            kept = indptr
+        else:
+            o, _, kept, _ = self.flow.decode(q, pool, indptr, indices,
+                                             last_len, sm_scale=scaling)
+        step = torch.stack([valid.sum() * H, indptr[R].to(torch.int64),
+                            kept[R].to(torch.int64)])
+        self._count(step)
+        # Padding rows add zeros: their positions may repeat a real one's.
+        vals = o[:R].view(N, H * G, D) * valid[:, None, None]
+        out = torch.zeros(query.shape[2], query.shape[1], D,
+                          dtype=query.dtype, device=dev)
+        out.index_put_((qpos,), vals.to(out.dtype), accumulate=True)
+        return out.unsqueeze(0), None
+
+    def _fast_decode(self, module, query, key, value, cache, table, ck, cq,
                      scaling):
         """transformers' decode fast path (`enable_decode_fast_path`): every
         request of the step has one new token, and `table` [requests,
@@ -417,9 +532,8 @@ class PagedVortex:
         else:
             o, _, kept, _ = self.flow.decode(q, pool, indptr, indices,
                                              last_len, sm_scale=scaling)
-        # Device counters: reading `stats` synchronizes, a step does not.
         step = torch.stack([torch.tensor(R * H, device=dev),
                             indptr[-1].to(torch.int64),
                             kept[-1].to(torch.int64)])
-        self._counts = step if self._counts is None else self._counts + step
+        self._count(step)
         out[pos] = o.view(R, H * G, D).to(out.dtype)
