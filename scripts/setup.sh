@@ -11,6 +11,8 @@
 #   - python3 with numpy, scikit-build-core (the package's build backend),
 #     torch 2.13.0 (pip's wheel, the CPU build is enough) and transformers
 #     5.17.0 (with psutil and accelerate), for the tests that use them;
+#   - SmolLM2-135M-Instruct's weights (scripts/fetch-smollm2.sh: a 93 MB
+#     GGUF into ~/.cache/vortex/models, and the gguf package);
 #   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also clang-22 and
 #     libclang-rt-22-dev (the ASan/UBSan runtimes and libFuzzer), for
 #     scripts/test-sanitizers.sh and scripts/fuzz.sh; llvm-symbolizer comes
@@ -147,6 +149,11 @@ if ! python3 -c 'import transformers, psutil' >/dev/null 2>&1; then
     psutil accelerate \
     || die "cannot install transformers==${TRANSFORMERS_VERSION} with pip"
 fi
+# SmolLM2-135M's real weights (a 93 MB GGUF) and the gguf package: the test
+# of the loading path (test/Python/smollm2_engine.py) and
+# bench/accuracy_smollm2.py. Quick when already fetched.
+bash "$(dirname "${BASH_SOURCE[0]}")/fetch-smollm2.sh" >/dev/null \
+  || die "cannot fetch SmolLM2-135M (scripts/fetch-smollm2.sh)"
 
 #--- Check -------------------------------------------------------------------
 LLVM_PREFIX="/usr/lib/llvm-${LLVM_VERSION}"

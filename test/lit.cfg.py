@@ -102,11 +102,19 @@ for _cuda in [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_ROOT",
 # numpy, torch and transformers as %python sees them (lit itself may run under another
 # Python).
 _python = config.python_executable or shutil.which("python3")
-for _module in ("numpy", "torch", "transformers"):
+for _module in ("numpy", "torch", "transformers", "gguf"):
     if _python and subprocess.run([_python, "-c", f"import {_module}"],
                                   stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL).returncode == 0:
         config.available_features.add(_module)
+# SmolLM2-135M's GGUF (scripts/fetch-smollm2.sh, which setup.sh runs).
+_models = os.environ.get("VORTEX_MODEL_DIR") or os.path.join(
+    os.path.expanduser("~"), ".cache", "vortex", "models")
+_smollm2 = os.path.join(_models, "smollm2-135m")
+if "gguf" in config.available_features and os.path.isfile(
+        os.path.join(_smollm2, "SmolLM2-135M-Instruct.Q4_1.gguf")):
+    config.available_features.add("smollm2")
+    config.substitutions.append(("%smollm2", _smollm2))
 # A CPU-only torch (the CI's): the refusal of a CUDA flow is tested there.
 if _python and "torch" in config.available_features and subprocess.run(
         [_python, "-c", "import sys, torch; sys.exit(torch.version.cuda is not None)"],
