@@ -26,6 +26,7 @@ GPU at head_dim 128, group 2, blocks and pages of 16 (bf16), e.g.
     python3 bench/engine_bench.py --artifacts DIR --shapes 1x32768 8x32768
 """
 import argparse
+import gc
 import glob
 import os
 import statistics
@@ -130,6 +131,8 @@ def run(model, impl, batch, context, new, skip):
         clock.close()
     if any(len(v.generated_tokens) != new for v in out.values()):
         raise SystemExit(f"{impl}: a request failed (see the engine's log)")
+    if graphs:
+        impl.release()     # its views would keep the engine's cache alive
     return clock.summary(skip)
 
 
@@ -175,6 +178,8 @@ def main():
             print(f"| {batch} | {context} | {which} | {gpu:.2f} | "
                   f"{period:.2f} | {host:.2f} ({100 * host / gpu:.0f}%) | "
                   f"{n} |", flush=True)
+            del impl
+            gc.collect()
             torch.cuda.empty_cache()
 
 

@@ -163,6 +163,16 @@ class PagedVortex:
         c = [0, 0, 0] if self._counts is None else self._counts.tolist()
         return dict(zip(("decode_rows", "dense_blocks", "kept_blocks"), c))
 
+    def release(self) -> None:
+        """Drops what this object holds of the last engine: `caches` (whose
+        k and v are views of the engine's cache tensors, so they keep that
+        memory alive after `generate_batch` returns), the fields and the
+        step's plan. `attach` calls it; call it when done inspecting."""
+        self.caches.clear()
+        self._fields.clear()
+        self._owners.clear()
+        self._plan, self._last_layer = None, -1
+
     def register(self) -> str:
         """Registers the function with transformers' AttentionInterface and
         returns its name, `paged|<name>`."""
@@ -220,6 +230,7 @@ class PagedVortex:
                 "prefill steps, which read the engine's lengths on the host: "
                 "set ContinuousBatchingConfig(use_cuda_graph=(False, True)) "
                 "(decode steps only)")
+        self.release()
         key = self.register()
         if self.decode_fast_path:
             enable_decode_fast_path(key)
