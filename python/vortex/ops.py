@@ -241,26 +241,26 @@ def _caller(op: _Op, head: List[str], tail: List[str],
             params: List[str]):
     """A function `call(packet, raw, <head>, cache, params, <tail>)` calling
     the op with arguments gathered from a step's named parameters, the
-    `cache` dict and the bound `params`, in the schema's order. Generated
-    once per step so that the eager host path is a handful of bytecodes: it
-    calls the op's C++ entry point (`raw`), skipping OpOverload.__call__,
-    except while torch.compile traces (then the packet, which Dynamo
-    records)."""
-    sig = ", ".join(head + ["cache", "params"] + tail)
+    `cache` dict and the bound `params`, in the schema's order (a plan made
+    once per step). The eager host path calls the op's C++ entry point
+    (`raw`), skipping OpOverload.__call__, except while torch.compile
+    traces (then the packet, which Dynamo records)."""
+    nh = len(head)
+    # (source, key) per op argument: 0 the head's position, 1 the tail's,
+    # 2 a bound parameter's name, 3 a cache field's name.
+    plan = tuple((0, head.index(n)) if n in head else
+                 (1, tail.index(n)) if n in tail else
+                 (2, n) if n in params else (3, n) for n in op.args)
+    compiling = torch.compiler.is_compiling
 
-    def arg(n: str) -> str:
-        if n in head or n in tail:
-            return n
-        return f"params[{n!r}]" if n in params else f"cache[{n!r}]"
-    parts = ", ".join(arg(n) for n in op.args)
-    src = (f"def call(_packet, _raw, {sig}):\n"
-           f"    if _compiling():\n"
-           f"        _packet({parts})\n"
-           f"    else:\n"
-           f"        _raw({parts})\n")
-    scope: Dict[str, Any] = {"_compiling": torch.compiler.is_compiling}
-    exec(src, scope)   # noqa: S102 - names come from the manifest, quoted
-    return scope["call"]
+    def call(_packet, _raw, *a):
+        sources = (a[:nh], a[nh + 2:], a[nh + 1], a[nh])
+        args = [sources[s][k] for s, k in plan]
+        if compiling():
+            _packet(*args)
+        else:
+            _raw(*args)
+    return call
 
 
 class Flow:
