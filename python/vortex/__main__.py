@@ -5,6 +5,7 @@
     python -m vortex trace flows.py --flow NAME --group-size 5
     python -m vortex list [flows.py]
     python -m vortex demo [examples/<flow>.mlir]   # the README's main job
+    python -m vortex demo-engine                   # ... then a real model
 
 `FILE` is a Python flow module (run so that its @register decorators run)
 or a .mlir file (compiled as it is). Without FILE, `--flow` names a shipped
@@ -155,6 +156,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv[:1] == ["demo"]:
         from .testing import demo
         return _guarded(lambda: demo.main(argv[1:]))
+    if argv[:1] == ["demo-engine"]:
+        from .testing import engine_demo
+        return _guarded(lambda: engine_demo.main(argv[1:]))
     args = _parser().parse_args(argv)
     try:
         return _guarded(lambda: _run(args))
