@@ -22,7 +22,8 @@
 #   - the same with prompts that share a 40-token prefix (the engine's
 #     prefix sharing maps their first blocks to the same pages);
 #   - every decode call's selection equals eager mode's (eager.indexer on
-#     the same q, cache and CSR);
+#     the same q, cache and CSR), for gqa_quest and block_sparse, on the
+#     exact fast path and in its static form (with its spare row);
 #   - with NaN in every slot of the engine's cache before the run, the
 #     tokens are the same;
 #   - a budget of 2 blocks (+ BOS and EOS) attends fewer blocks than exist,
@@ -266,26 +267,28 @@ from vortex import eager
 eager_cfg = vortex.FlowConfig(block_size=BS, page_size=PS, head_dim=D,
                               group_size=2, topk_val=2, topk_ratio=0.0,
                               reserved_bos=1, reserved_eos=1)
-same_sel = PagedVortex(compiled(GQAQuestSparseAttention, 2, 2),
-                       name="vortex_eager_check")
-decode_op = same_sel.flow.decode
-steps = []
+for flow_cls in (GQAQuestSparseAttention, BlockSparseAttention):
+    for static in (False, True):   # the exact fast path and its static form
+        same_sel = PagedVortex(compiled(flow_cls, 2, 2), static_decode=static,
+                               name=f"vortex_eager_{flow_cls.__name__}_{static}")
+        decode_op, steps = same_sel.flow.decode, []
 
+        def decode_and_compare(q, cache, ip, ix, last, **kw):
+            o, lse, sp, si = decode_op(q, cache, ip, ix, last, **kw)
+            _, ep, ei = eager.indexer(flow_cls(), q, cache, ip, ix, eager_cfg)
+            assert torch.equal(sp, ep.to(sp.dtype)), (sp, ep)
+            assert torch.equal(si[:int(sp[-1])],
+                               ei[:int(ep[-1])].to(si.dtype))
+            steps.append(int(sp[-1]))
+            return o, lse, sp, si
 
-def decode_and_compare(q, cache, ip, ix, last, **kw):
-    o, lse, sp, si = decode_op(q, cache, ip, ix, last, **kw)
-    _, ep, ei = eager.indexer(GQAQuestSparseAttention(), q, cache, ip, ix,
-                              eager_cfg)
-    assert torch.equal(sp, ep.to(sp.dtype)), (sp, ep)
-    assert torch.equal(si[:int(sp[-1])], ei[:int(ep[-1])].to(si.dtype))
-    steps.append(int(sp[-1]))
-    return o, lse, sp, si
-
-
-same_sel.flow.decode = decode_and_compare
-run(same_sel, 2)
-assert len(steps) > 20 and sum(steps) < same_sel.stats["dense_blocks"], steps
-print(f"selections == eager mode's at {len(steps)} decode calls")
+        same_sel.flow.decode = decode_and_compare
+        run(same_sel, 2)
+        assert len(steps) > 20, steps
+        assert 0 < same_sel.stats["kept_blocks"] < \
+            same_sel.stats["dense_blocks"], same_sel.stats
+        print(f"{flow_cls.__name__} ({'static' if static else 'exact'}): "
+              f"selections == eager mode's at {len(steps)} decode calls")
 
 # -- the summaries equal a recomputation from K ----------------------------
 # Quest's fields: the max and min of each completed block's K rows. Every
