@@ -40,6 +40,7 @@ from .cpu import CPUFlow
 from .environment import import_torch
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
                        check_slots)
+from .paging import slot_blocks
 
 torch = import_torch()
 
@@ -536,10 +537,7 @@ class Flow:
                              f"of block_size {bs}")
         pos = loc.to(torch.int64)
         done = ((pos + 1) % bs == 0) & (pos >= 0)
-        heads = torch.arange(num_kv_heads, device=loc.device,
-                             dtype=torch.int64)
-        page = (pos // ps)[:, None] * num_kv_heads + heads[None, :]
-        block = page * (ps // bs) + ((pos % ps) // bs)[:, None]
+        block = slot_blocks(pos, num_kv_heads, ps, bs)
         ids = torch.where(done[:, None], block, torch.full_like(block, -1))
         return ids.reshape(-1).to(torch.int32)
 

@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, Iterable
 
 from vortex.environment import import_torch
 from vortex.manifest import DTYPES, budget
+from vortex.paging import slot_blocks, slot_rows
 
 torch = import_torch()
 
@@ -140,11 +141,9 @@ class VortexSGLangPool:
     def rows(self, loc: torch.Tensor) -> torch.Tensor:
         """Flat K/V rows `[len(loc), H]` of token slots; negative slots map
         to the spare page's last row."""
-        P, H = self.page_size, self.head_num
-        pos = loc.to(torch.int64)[:, None]
-        heads = torch.arange(H, device=loc.device)[None]
-        r = (pos // P) * (P * H) + heads * P + pos % P
-        return torch.where(pos >= 0, r, self.num_blocks * self.block_size - 1)
+        r = slot_rows(loc, self.head_num, self.page_size)
+        return torch.where(loc[:, None] >= 0, r,
+                           self.num_blocks * self.block_size - 1)
 
     def _kv(self, x, name: str, n: int, scale) -> torch.Tensor:
         H, D = self.head_num, self.head_dim
@@ -275,8 +274,8 @@ class VortexSGLangIndexer:
         slot = req_to_token[req_indices.to(torch.int64)[row // H],
                             j * B].to(torch.int64)
         md.dense_kv_indptr[:rows + 1] = ip
-        md.dense_kv_indices[:total] = \
-            ((slot // P) * H + row % H) * (P // B) + (slot % P) // B
+        md.dense_kv_indices[:total] = slot_blocks(slot, H, P, B).gather(
+            1, (row % H)[:, None])[:, 0]
         md.sparse_kv_indptr[0] = 0
         md.sparse_kv_indptr[1:rows + 1] = torch.cumsum(
             torch.minimum(nr, budget(self.flow.config, nr)), 0)

@@ -41,6 +41,7 @@ import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from vortex.environment import import_torch
+from vortex.paging import slot_blocks, slot_rows
 
 torch = import_torch()
 
@@ -212,9 +213,8 @@ class PagedVortex:
                 f"paged|{self.name}: the engine's block_size is {bs}, the "
                 f"flow's page_size {self.page_size}: set "
                 "ContinuousBatchingConfig(block_size=page_size)")
-        graphs = getattr(continuous_batching_config, "use_cuda_graph", None)
-        if isinstance(graphs, tuple):
-            graphs = graphs[1]           # (varlen, decode)
+        mode = getattr(continuous_batching_config, "use_cuda_graph", None)
+        graphs = mode[1] if isinstance(mode, tuple) else mode  # decode's
         if graphs and (self.saved or self.static_decode is False or
                        not self.decode_fast_path):
             raise ValueError(
@@ -223,8 +223,7 @@ class PagedVortex:
                 "saves state per block cannot use and decode_fast_path=False "
                 "or static_decode=False turn off: set "
                 "ContinuousBatchingConfig(use_cuda_graph=False)")
-        if graphs and isinstance(getattr(continuous_batching_config,
-                                         "use_cuda_graph", None), bool):
+        if graphs and isinstance(mode, bool):
             raise ValueError(
                 f"paged|{self.name}: use_cuda_graph=True also captures "
                 "prefill steps, which read the engine's lengths on the host: "
@@ -297,35 +296,39 @@ class PagedVortex:
         if not source:
             return
         n = cache.num_key_value_heads * (self.page_size // self.block_size)
+        sub = torch.arange(n, device=cache.device)
+        src = (torch.tensor(source, device=cache.device)[:, None] * n +
+               sub).reshape(-1)
+        dst = (torch.tensor(forked, device=cache.device)[:, None] * n +
+               sub).reshape(-1)
         for layer, fields in self._fields.items():
             _, li = cache.layer_index_to_group_indices[layer]
             k = cache.key_cache[li]
             if self._owners[layer][:2] != (k.data_ptr(), k.numel() //
                                            (self.block_size * self.head_dim)):
                 continue
-            sub = torch.arange(n, device=k.device)
-            src = (torch.tensor(source, device=k.device)[:, None] * n +
-                   sub).reshape(-1)
-            dst = (torch.tensor(forked, device=k.device)[:, None] * n +
-                   sub).reshape(-1)
             for t in fields.values():
                 t[dst] = t[src]
 
     def _rows(self, slots: torch.Tensor, H: int) -> torch.Tensor:
         """Pool rows (token slots of the flat [tokens, D] pool) of `slots`
         for every KV head: [len(slots), H]."""
-        ps = self.page_size
-        heads = torch.arange(H, device=slots.device)
-        return (slots[:, None] // ps) * (ps * H) + heads[None] * ps + \
-            slots[:, None] % ps
+        return slot_rows(slots, H, self.page_size)
 
     def _blocks(self, slots: torch.Tensor, H: int) -> torch.Tensor:
-        """Pool block ids of the blocks starting at `slots`, per KV head:
+        """Pool block ids of the blocks holding `slots`, per KV head:
         [len(slots), H]."""
-        ps, bs = self.page_size, self.block_size
-        heads = torch.arange(H, device=slots.device)
-        return ((slots[:, None] // ps) * H + heads[None]) * (ps // bs) + \
-            ((slots % ps) // bs)[:, None]
+        return slot_blocks(slots, H, self.page_size, self.block_size)
+
+    def _write_kv(self, pool, rows, key, value, pick=None) -> None:
+        """K/V of the step's tokens `pick` (positions on the engine's token
+        axis; None: all) into the pool rows `rows` (token-major, then KV
+        head)."""
+        D = self.head_dim
+        for name, x in (("k", key), ("v", value)):
+            flat = pool[name].view(-1, D)
+            x = x[0] if pick is None else x[0][:, pick]
+            flat[rows] = x.transpose(0, 1).reshape(-1, D).to(flat.dtype)
 
     # -- the call ----------------------------------------------------------------
     def __call__(self, module, query, key, value, attention_mask,
@@ -349,11 +352,8 @@ class PagedVortex:
         wi = kw["write_index"][g].to(torch.int64)
         ri = kw["read_index"][g].to(torch.int64)
         pool, H = self._cache(module, cache)
-        D, bs = self.head_dim, self.block_size
-        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
-        rows = self._rows(wi, H).reshape(-1)
-        kflat[rows] = key[0].transpose(0, 1).reshape(-1, D).to(kflat.dtype)
-        vflat[rows] = value[0].transpose(0, 1).reshape(-1, D).to(vflat.dtype)
+        D = self.head_dim
+        self._write_kv(pool, self._rows(wi, H).reshape(-1), key, value)
         self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
 
         cq, ck = kw["cu_seq_lens_q"].tolist(), ck.tolist()
@@ -425,10 +425,11 @@ class PagedVortex:
         spare = indptr[R].to(torch.int64) + \
             torch.cumsum((~used).reshape(-1), 0) - 1
         at = torch.where(used.reshape(-1), at.reshape(-1), spare)
-        heads = torch.arange(H, device=dev).repeat(N)        # [R]
-        page = table.to(torch.int64).repeat_interleave(H, 0)[
-            :, (j * bs) // ps]                              # [R, W]
-        ids = (page * H + heads[:, None]) * sub + ((j * bs) % ps) // bs
+        # Block j of request r starts at slot table[r, j*bs // ps] * ps +
+        # j*bs % ps (past a request's end the page is -1: masked by used).
+        start = table.to(torch.int64)[:, (j * bs) // ps] * ps + (j * bs) % ps
+        ids = self._blocks(start.reshape(-1), H).view(N, W, H).transpose(
+            1, 2).reshape(R, W)
         indices = torch.empty(C, dtype=torch.int32, device=dev)
         indices[at] = torch.where(used, ids, 0).reshape(-1).to(torch.int32)
         last_len = torch.full((R + 1,), bs, dtype=torch.int32, device=dev)
@@ -458,12 +459,8 @@ class PagedVortex:
         D, G = self.head_dim, self.group_size
         p = self._static_plan(module.layer_idx, table, ck, cq, H,
                               query.shape[2])
-        src, R = p["src"], p["R"]
-        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
-        kflat[p["rows"]] = key[0][:, src].transpose(0, 1).reshape(-1, D).to(
-            kflat.dtype)
-        vflat[p["rows"]] = value[0][:, src].transpose(0, 1).reshape(
-            -1, D).to(vflat.dtype)
+        R = p["R"]
+        self._write_kv(pool, p["rows"], key, value, p["src"])
         self.flow.cache_step(pool, p["block_ids"])
         q = torch.zeros(R + 1, G, D, dtype=pool["k"].dtype,
                         device=query.device)
@@ -506,12 +503,7 @@ class PagedVortex:
             return table[rt[req], t // ps].to(torch.int64) * ps + t % ps
         last = torch.tensor(lens, device=table.device) - 1
         wi = slot_of(torch.arange(len(reqs), device=table.device), last)
-        rows = self._rows(wi, H).reshape(-1)
-        kflat, vflat = pool["k"].view(-1, D), pool["v"].view(-1, D)
-        kflat[rows] = key[0][:, rt].transpose(0, 1).reshape(-1, D).to(
-            kflat.dtype)
-        vflat[rows] = value[0][:, rt].transpose(0, 1).reshape(-1, D).to(
-            vflat.dtype)
+        self._write_kv(pool, self._rows(wi, H).reshape(-1), key, value, rt)
         self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
         self._decode(module, query, pool, lens, reqs, slot_of, H, scaling,
                      out)
