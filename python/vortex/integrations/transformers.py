@@ -330,6 +330,15 @@ class PagedVortex:
             x = x[0] if pick is None else x[0][:, pick]
             flat[rows] = x.transpose(0, 1).reshape(-1, D).to(flat.dtype)
 
+    def _write_kv_rows(self, pool, rows, key, value, pick) -> None:
+        """_write_kv for the static path: the tokens `pick` gathered
+        token-major in one launch, scattered in another, per tensor."""
+        D = self.head_dim
+        for name, x in (("k", key), ("v", value)):
+            flat = pool[name].view(-1, D)
+            x = torch.index_select(x[0].transpose(0, 1), 0, pick)
+            flat.index_copy_(0, rows, x.view(-1, D).to(flat.dtype))
+
     # -- the call ----------------------------------------------------------------
     def __call__(self, module, query, key, value, attention_mask,
                  dropout: float = 0.0, scaling: Optional[float] = None,
@@ -376,14 +385,18 @@ class PagedVortex:
                          lambda req, t: ri[k0[req] + t], H, scaling, out)
         return out.unsqueeze(0), None
 
-    def _count(self, step: torch.Tensor) -> None:
-        """Adds a step's counts in place: a captured graph replays the add
-        into the same buffer (reading `stats` synchronizes, a step does
-        not)."""
+    def _count(self, step: torch.Tensor,
+               kept: Optional[torch.Tensor] = None) -> None:
+        """Adds a step's counts in place (decode rows and blocks, then the
+        blocks kept: `step` holds two or three, `kept` the third when
+        given): a captured graph replays the adds into the same buffer
+        (reading `stats` synchronizes, a step does not)."""
         if self._counts is None or self._counts.device != step.device:
             self._counts = torch.zeros(3, dtype=torch.int64,
                                        device=step.device)
-        self._counts.add_(step)
+        self._counts[:step.numel()].add_(step)
+        if kept is not None:
+            self._counts[2:].add_(kept)
 
     def _static(self, query) -> bool:
         if self.static_decode is None:
@@ -435,12 +448,20 @@ class PagedVortex:
         last_len = torch.full((R + 1,), bs, dtype=torch.int32, device=dev)
         last_len[:R] = torch.where(n > 0, lens.repeat_interleave(H) -
                                    (n - 1) * bs, bs).to(torch.int32)
+        qpos = cq[:N].to(torch.int64).clamp(max=tokens - 1)
+        G, D = self.group_size, self.head_dim
         plan = dict(
-            src=src, valid=valid, indptr=indptr, indices=indices,
-            last_len=last_len, R=R,
+            src=src, indptr=indptr, indices=indices, last_len=last_len, R=R,
             rows=self._rows(wi[src], H).reshape(-1),
             block_ids=self.flow.block_ids_from_loc(wi, H),
-            qpos=cq[:N].to(torch.int64).clamp(max=tokens - 1),
+            qpos=qpos,
+            # Padding rows' outputs go to a spare token row, dropped.
+            dst=torch.where(valid, qpos, tokens),
+            # q of every row (the spare CSR row's stays 0), and the
+            # selection's CSR: written in place by every layer.
+            q=torch.zeros(R + 1, G, D, dtype=self._kv_dtype, device=dev),
+            sparse_indptr=torch.zeros_like(indptr),
+            sparse_indices=torch.zeros_like(indices),
             counts=torch.stack([valid.sum() * H, indptr[R].to(torch.int64)]))
         self._plan = (key, plan)
         return plan
@@ -454,32 +475,38 @@ class PagedVortex:
         one extra row, with q = 0, holds the C - T entries they leave
         (block 0): the CSR then ends at its indices' length, as the score
         kernels require. The extra row's output is dropped. Not for a flow
-        that saves state (it would save into block 0)."""
+        that saves state (it would save into block 0). Each torch op here is
+        a launch in every layer of every step: gathers and scatters write
+        their destinations directly."""
         pool, H = self._cache(module, cache)
-        D, G = self.head_dim, self.group_size
+        N = table.shape[0]
+        self._kv_dtype = pool["k"].dtype
         p = self._static_plan(module.layer_idx, table, ck, cq, H,
                               query.shape[2])
-        R = p["R"]
-        self._write_kv(pool, p["rows"], key, value, p["src"])
+        R, q = p["R"], p["q"]
+        self._write_kv_rows(pool, p["rows"], key, value, p["src"])
         self.flow.cache_step(pool, p["block_ids"])
-        q = torch.zeros(R + 1, G, D, dtype=pool["k"].dtype,
-                        device=query.device)
-        q[:R] = query[0][:, p["qpos"]].transpose(0, 1).reshape(R, G, D)
+        rows_q = q[:R].view(N, -1, self.head_dim)
+        if query.dtype == q.dtype:
+            torch.index_select(query[0].transpose(0, 1), 0, p["qpos"],
+                               out=rows_q)
+        else:
+            rows_q.copy_(query[0].transpose(0, 1)[p["qpos"]])
         if module.layer_idx in self.layers_skip:
             o, _ = self.flow.attend(q, pool, p["indptr"], p["indices"],
                                     p["last_len"], sm_scale=scaling)
             kept = p["indptr"]
         else:
-            o, _, kept, _ = self.flow.decode(q, pool, p["indptr"],
-                                             p["indices"], p["last_len"],
-                                             sm_scale=scaling)
-        self._count(torch.cat([p["counts"], kept[R:R + 1].to(torch.int64)]))
-        # Padding rows add zeros: their positions may repeat a real one's.
-        vals = o[:R].view(-1, H * G, D) * p["valid"][:, None, None]
-        out = torch.zeros(query.shape[2], query.shape[1], D,
+            o, _, kept, _ = self.flow.decode(
+                q, pool, p["indptr"], p["indices"], p["last_len"],
+                sparse_kv_indptr=p["sparse_indptr"],
+                sparse_kv_indices=p["sparse_indices"], sm_scale=scaling)
+        self._count(p["counts"], kept[R:R + 1])
+        out = torch.zeros(query.shape[2] + 1, query.shape[1], self.head_dim,
                           dtype=query.dtype, device=query.device)
-        out.index_put_((p["qpos"],), vals.to(out.dtype), accumulate=True)
-        return out.unsqueeze(0), None
+        out.index_copy_(0, p["dst"],
+                        o[:R].view(N, -1, self.head_dim).to(out.dtype))
+        return out[:-1].unsqueeze(0), None
 
     def _fast_decode(self, module, query, key, value, cache, table, ck, cq,
                      scaling):
