@@ -18,7 +18,7 @@ checks, the demo) live apart, in `vortex.testing`.
 Flows written as vortex_torch modules (`vortex.flow`, `vortex.indexer`,
 `vortex.cache`, `vortex.abs`; the shipped ones in `vortex.flows`) are traced
 with `trace(flow, FlowConfig(...))` and compiled with `compile(flow,
-FlowConfig(...), target=...)`; see `vortex.frontend`.
+FlowConfig(...), target=...)`; see `vortex.api` and `vortex.frontend`.
 """
 
 from .compiler import VortexCompileError, find_tool
@@ -27,7 +27,8 @@ from .cpu import CompiledFlow, FlowInfo, compile_flow
 # The Python front end: vortex_torch-style flows. Its `compile` takes IR as
 # compiler.compile does and also a vFlow (instance, class or registered
 # name) with a FlowConfig, which it traces first.
-from .frontend import FlowConfig, FlowError, compile, trace
+from .api import compile, trace
+from .frontend import FlowConfig, FlowError
 
 
 # Raised by Flow.check() when a GPU kernel's guard failed (docs/gpu.md).

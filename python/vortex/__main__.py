@@ -108,7 +108,7 @@ def _resolve(args):
 
 def _run(args) -> int:
     from . import compiler
-    from .frontend import api
+    from . import api
     if args.command == "list":
         from .flow import list_keys, load_module
         from . import flows  # noqa: F401 (registers the shipped flows)

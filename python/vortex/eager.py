@@ -29,11 +29,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from . import flows  # noqa: F401 (registers the shipped flows by name)
 from . import torch_reference as tr
 from .abs.context_base import ContextBase, Mode
 from .abs.parameter import Parameter
 from .abs.tensor import FORMAT
+from .attention import check_decode
 from .environment import import_torch
+from .flow import registry
+from .frontend.oplib import CacheBinary, CacheUnary
 from .manifest import budget_rule
 
 torch = import_torch()
@@ -84,6 +88,9 @@ class EagerContext(ContextBase):
         self.L = layout
         self.block_ids = block_ids
         self.saves: List[Tuple[torch.Tensor, torch.Tensor]] = []
+
+    def run_op(self, op, args, kwargs):
+        return execute(op, args, self, kwargs)
 
     # -- formats -------------------------------------------------------------
     def ragged(self, v: EagerTensor) -> torch.Tensor:
@@ -314,7 +321,6 @@ def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
 
 def _cache_inputs(op) -> int:
     """Inputs before `output` in a cache op's call form (0: not one)."""
-    from .frontend.oplib import CacheBinary, CacheUnary
     return 2 if isinstance(op, CacheBinary) else \
         1 if isinstance(op, CacheUnary) else 0
 
@@ -491,7 +497,6 @@ def decode(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
            sm_scale: Optional[float] = None):
     """The indexer of `flow`, then `attend` over its selection. Returns
     (o, lse, score, sparse_kv_indptr, sparse_kv_indices)."""
-    from .attention import check_decode
     cfg = _config(config)
     check_decode({"reserved_eos": cfg.eos, "block_size": cfg.block_size},
                  q.shape[1] // cfg.group_size)
@@ -508,9 +513,6 @@ def flow_for(name: str, config: Mapping[str, Any]):
     followed by '_' (variants such as gqa_quest_sparse_attention_g5 or
     block_sparse_attention_k64_g8); instantiated, with `create_cache`
     run for the manifest's config. Returns (flow, {field: (r, c)})."""
-    from . import flows as _shipped  # registers the shipped flows
-    del _shipped
-    from .flow import registry
     known = registry.list_keys()
     best = name if name in known else None
     if best is None:

@@ -306,39 +306,4 @@ try:
 except ValueError:
     check(True, "find_tool: unknown tool raises ValueError")
 
-# The GPU build of the same source (PTX only; needs the CUDA toolkit's
-# libdevice, as lit's cuda-toolkit feature): same op names and schemas.
-toolkit = None
-for root in [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_ROOT",
-                                         "CUDA_PATH")] + ["/usr/local/cuda"]:
-    if root and os.path.exists(os.path.join(root, "nvvm", "libdevice",
-                                            "libdevice.10.bc")):
-        toolkit = root
-        break
-if toolkit is None:
-    print("SKIP GPU manifest checks: no CUDA toolkit with libdevice")
-else:
-    src = os.path.join(examples, "running_avg_block_sparse.mlir")
-    try:
-        gm = Manifest.from_file(vortex.compile(src, target="sm_90",
-                                               options=["--no-cubin"]))
-        check(gm.data["version"] == 2 and gm.backend == "cuda" and
-              gm.target == "sm_90" and "ptx" in gm.artifacts and
-              "cubin" not in gm.artifacts and
-              os.path.isfile(gm.artifact("ptx")),
-              "GPU manifest: version 2, backend cuda, target, PTX only",
-              (gm.backend, gm.target, gm.artifacts))
-        check(gm.source_hash == m.source_hash and
-              all(gm.op_name(s) == m.op_name(s) and
-                  gm.schema(s) == m.schema(s) for s in ("indexer", "cache")),
-              "the CPU and the GPU build of one source share op names and "
-              "schemas", (gm.op_name("indexer"), m.op_name("indexer")))
-        check(all(k.grid["kind"] != "host" for s in gm.steps.values()
-                  for k in s.kernels) and
-              all(k.grid["kind"] == "host" for s in m.steps.values()
-                  for k in s.kernels),
-              "host grids on the CPU manifest only")
-    except Exception as err:  # noqa: BLE001
-        check(False, "GPU manifest", f"{type(err).__name__}: {err}")
-
 sys.exit(1 if failures else 0)

@@ -10,7 +10,8 @@
 # - a flow-level rule (a field the indexer never reads) at the class line;
 # - an op object called at two call sites (OpReuseError);
 # - torch code on a traced value: Gen-1's q.mean(dim=1, keepdim=True), an
-#   operator, a torch function (TorchInFlowError, also a TypeError);
+#   operator (TorchInFlowError, also a TypeError; a torch function:
+#   frontend_errors_torch.py, which needs torch);
 # - cache["nope"] (MissingFieldError, also a KeyError);
 # - an op the dialect lacks (UnsupportedOpError), bad constructor arguments
 #   (FlowArgumentError), a wrong call form, the context passed positionally,
@@ -156,13 +157,6 @@ class Operator(Base):
         self.topk(score * 2, o, ctx=ctx)  # operator
 
 
-class TorchFunction(Base):
-    def forward_indexer(self, q, o, cache, ctx):
-        import torch
-        q_mean = torch.mean(q, dim=1, keepdim=True)  # torch_fn
-        self.topk(self.gemm(q_mean, cache["centroids"], ctx=ctx), o, ctx=ctx)
-
-
 class MissingField(Base):
     def forward_indexer(self, q, o, cache, ctx):
         score = self.gemm(self.mean(q, ctx=ctx), cache["nope"], ctx=ctx)  # nope
@@ -235,12 +229,6 @@ CASES = [
     (DeclaresK, FlowTraceError, "create_cache", "declares_k", "'k'"),
     (PositionalCtx, FlowTraceError, "Mean", "positional_ctx", "ctx=ctx"),
 ]
-try:
-    import torch  # noqa: F401
-    CASES.append((TorchFunction, TorchInFlowError, None, "torch_fn",
-                  "torch.mean"))
-except ImportError:
-    print("UNSUPPORTED torch.mean(q): torch is not installed")
 
 # Errors of an op's constructor name the flow by its class (the flow's
 # symbol is not known yet).

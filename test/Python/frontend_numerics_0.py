@@ -12,14 +12,14 @@
 # within budget, just and well over it, past the ratio term.
 
 import vortex
-from vortex import flows, testing
+from vortex import api, flows, testing
 from vortex.testing import torch_checks as tt
 
 tally = testing.Tally()
 names = sorted(flows.SHIPPED)
 for name in names[0::2]:
     try:
-        flow = vortex.load(flows.compile_shipped(name))
+        flow = vortex.load(api.compile_shipped(name))
     except Exception as err:  # noqa: BLE001
         tally(False, f"{name}: trace, compile, load",
               f"{type(err).__name__}: {err}")

@@ -21,7 +21,7 @@ import re
 import sys
 
 import vortex
-from vortex import flows, testing
+from vortex import api, flows, testing
 from vortex.flow import (FlowInitError, FlowLoadError, RegistryError,
                          build_vflow, get, has, list_keys, register, vFlow)
 from vortex.frontend import FlowConfig
@@ -41,7 +41,7 @@ for name in files:
     with open(os.path.join(examples, name + ".mlir")) as f:
         want = canonical_ir(f.read())
     try:
-        got = canonical_ir(flows.trace_shipped(name))
+        got = canonical_ir(api.trace_shipped(name))
     except Exception as err:  # noqa: BLE001
         tally(False, f"{name}: traces", f"{type(err).__name__}: {err}")
         continue
@@ -50,7 +50,7 @@ for name in files:
               l for l in got.splitlines() if l not in want.splitlines()))
 
 # Locations: each op at its Python call.
-text = flows.trace_shipped("block_sparse_attention")
+text = api.trace_shipped("block_sparse_attention")
 src = flows.block_sparse_attention.__file__
 lines = open(src).read().splitlines()
 

@@ -8,7 +8,7 @@ mode every op records itself (here: traces MLIR), in execute mode it runs.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Optional
+from typing import Any, Mapping, Optional, Tuple
 
 __all__ = ["ContextBase", "Mode"]
 
@@ -33,6 +33,14 @@ class ContextBase:
 
     def execute(self) -> None:
         self.mode = Mode.execute
+
+    def run_op(self, op: Any, args: Tuple[Any, ...],
+               kwargs: Mapping[str, Any]) -> Any:
+        """Run one op call in `Mode.execute`. Only an executing context
+        can (vortex.eager's, which overrides this): the op layer does not
+        know how ops execute."""
+        raise TypeError(f"{type(op).__name__}: eager execution needs the "
+                        "context of vortex.eager.indexer / cache_step")
 
     def __repr__(self) -> str:
         mode = self.mode.name if self.mode is not None else None

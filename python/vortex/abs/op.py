@@ -35,11 +35,11 @@ _SIGNATURES: Dict[type, inspect.Signature] = {}
 def _enclosing_flow() -> Optional[str]:
     """The flow whose code is running (the `self` of the innermost user
     frame that is a vFlow: its registered name, else its class name), for
-    errors raised while a flow's __init__ builds its ops."""
-    from ..flow.flow import vFlow
+    errors raised while a flow's __init__ builds its ops. A vFlow is known
+    by its class marker: the flow layer sits above this one."""
     for local in user_frame_locals(2):
         obj = local.get("self")
-        if isinstance(obj, vFlow):
+        if getattr(type(obj), "_vortex_is_flow", False):
             cls = type(obj)
             return cls.__dict__.get("_vortex_flow_name") or cls.__qualname__
     return None
@@ -91,9 +91,11 @@ class vOp(ABC):
         result vTensor(s)."""
 
     def execute(self, *args: Any, ctx: Any = None, **kwargs: Any) -> Any:
-        """Run the call eagerly on torch tensors (vortex.eager)."""
-        from ..eager import execute
-        return execute(self, args, ctx, kwargs)
+        """Run the call eagerly on torch tensors: the executing context
+        (vortex.eager's) runs it."""
+        if not isinstance(ctx, ContextBase):
+            ctx = ContextBase()        # which refuses, naming the op
+        return ctx.run_op(self, args, kwargs)
 
     # -- helpers -------------------------------------------------------------
     @classmethod

@@ -14,7 +14,10 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any, Dict, Tuple
 
+from ..abs.parameter import Parameter
 from ..frontend.config import ELEMENT_BYTES, resolve_dtype
+from ..frontend.errors import UnsupportedOpError, format_message
+from ..frontend.source import definition_site
 
 __all__ = ["vFlow", "vFlowMLA", "flow_name"]
 
@@ -38,6 +41,9 @@ class vFlow(ABC):
     returns `{field: (r, c)}` without `k` and `v` (they are implicit).
     """
 
+    #: How the op layer (abs.op) knows a flow without importing this one.
+    _vortex_is_flow = True
+
     def __init__(self) -> None:
         super().__init__()
         self.block_size = None
@@ -52,7 +58,6 @@ class vFlow(ABC):
         """The flow's learned constants (`vortex.abs.Parameter`), by name, in
         the order they were assigned: a parameter's name is its own, else
         the attribute holding it."""
-        from ..abs.parameter import Parameter
         out: Dict[str, Any] = {}
         for attr, value in vars(self).items():
             if isinstance(value, Parameter):
@@ -111,8 +116,6 @@ class vFlowMLA(vFlow):
     it, but vortex cannot trace them: building one raises."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from ..frontend.errors import UnsupportedOpError, format_message
-        from ..frontend.source import definition_site
         site = definition_site(type(self))
         name = flow_name(type(self))
         raise UnsupportedOpError(

@@ -10,6 +10,7 @@ import sys
 import uuid
 from typing import Any, Dict, Optional
 
+from ..frontend.errors import FlowError
 from .flow import vFlow
 from .registry import RegistryError, get as reg_get, list_keys
 
@@ -70,7 +71,6 @@ def build_vflow(selected: str, init_kwargs: Optional[Dict[str, Any]] = None,
     try:
         return cls(**init_kwargs)
     except Exception as e:
-        from ..frontend.errors import FlowError
         if isinstance(e, FlowError):
             raise
         raise FlowInitError(f"Failed to instantiate {cls.__qualname__}: "

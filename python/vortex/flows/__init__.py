@@ -8,8 +8,8 @@ gqa_quest_sparse_attention at group size 5 (a config, not another flow).
 `learned_query` is registered too (a flow with a PARAMETER weight), but it
 is not a vortex_torch flow and has no example.
 
-    >>> from vortex import flows
-    >>> text = flows.trace_shipped("gqa_quest_sparse_attention_g5")
+    >>> from vortex import api
+    >>> text = api.trace_shipped("gqa_quest_sparse_attention_g5")
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from . import (  # noqa: F401
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
 
-__all__ = ["SHIPPED", "ShippedFlow", "trace_shipped", "compile_shipped"]
+__all__ = ["SHIPPED", "ShippedFlow"]
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,3 @@ SHIPPED: Dict[str, ShippedFlow] = {
     ]
 }
 
-
-def trace_shipped(example: str, verify: bool = True) -> str:
-    """The traced IR of the example `example` (a key of SHIPPED)."""
-    from ..frontend.api import trace
-    s = SHIPPED[example]
-    return trace(s.flow, s.config, name=s.symbol, verify=verify)
-
-
-def compile_shipped(example: str, target: str = "cpu", **kwargs) -> str:
-    """Trace and compile the example `example`; returns the manifest."""
-    from ..frontend.api import compile_flow
-    s = SHIPPED[example]
-    return compile_flow(s.flow, s.config, target, name=s.symbol, **kwargs)

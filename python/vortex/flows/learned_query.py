@@ -11,8 +11,6 @@ flow (`vortex.load(path, params=flow.parameters())`); docs/python.md.
 
 from typing import Dict
 
-import torch
-
 from vortex.abs import ContextBase, Parameter, vTensor
 from vortex.cache import Mean as CMean
 from vortex.flow import register, vFlow
@@ -24,6 +22,9 @@ class LearnedQuerySparseAttention(vFlow):
 
     def __init__(self, head_dim: int = 128):
         super().__init__()
+        # torch only when the flow is built: importing the shipped flows
+        # (and so vortex) needs no torch.
+        import torch
         self.w = Parameter(torch.ones(1, head_dim))
         self.mean = Mean(dim=1)
         self.weigh = Multiply()

@@ -14,10 +14,11 @@ replaced by `vortex` in its imports. Tracing runs `forward_cache` and
 the result and its diagnostics name the Python line (FlowError).
 
 Modules: `config` (FlowConfig), `errors`, `source` (call sites), `types`
-(result-type rules), `oplib` (op emission), `tracer`, `verify`, `api`.
+(result-type rules), `oplib` (op emission), `tracer`, `verify`. The entry
+points that use them (`trace`, `compile`) are in `vortex.api`, above the
+flow classes and the shipped flows.
 """
 
-from .api import compile, compile_flow, resolve_flow, trace, trace_flow_ir
 from .config import FlowConfig, resolve_dtype
 from .errors import (FlowArgumentError, FlowError, FlowTraceError,
                      FlowVerifyError, MissingFieldError, OpReuseError,
@@ -25,6 +26,4 @@ from .errors import (FlowArgumentError, FlowError, FlowTraceError,
 
 __all__ = ["FlowArgumentError", "FlowConfig", "FlowError", "FlowTraceError",
            "FlowVerifyError", "MissingFieldError", "OpReuseError",
-           "TorchInFlowError", "UnsupportedOpError", "compile",
-           "compile_flow", "resolve_dtype", "resolve_flow", "trace",
-           "trace_flow_ir"]
+           "TorchInFlowError", "UnsupportedOpError", "resolve_dtype"]

@@ -15,6 +15,10 @@ from typing import Any, Iterable, Optional, Sequence
 from ..abs.op import vOp
 from ..abs.tensor import FORMAT, vTensor
 
+#: vortex.mask_slice, emitted by the MaskSlice op and by the tracer (the
+#: constant tile a cache field reads as after Fill).
+MASK_SLICE = "mask_slice"
+
 __all__ = ["TracedOp", "CacheUnary", "CacheBinary", "attr_dict"]
 
 

@@ -19,11 +19,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..abs.context_base import ContextBase, Mode
 from ..abs.op import vOp
+from ..abs.parameter import Parameter
 from ..abs.tensor import FORMAT, vTensor
 from .config import FlowConfig
-from .errors import (FlowTraceError, MissingFieldError, OpReuseError,
+from .errors import (FlowError, FlowTraceError, MissingFieldError, OpReuseError,
                      TorchInFlowError, format_message)
-from .source import Site, definition_site, user_site
+from .oplib import MASK_SLICE
+from .source import Site, definition_site, mlir_string, user_site
 from .types import f32_attr, vtensor_type
 
 __all__ = ["TraceContext", "Traced", "OpRecord", "trace_flow",
@@ -215,7 +217,6 @@ class TraceContext(ContextBase):
         field written earlier in the body reads as the value written (the
         writing op claims the field as its output, as in vortex_torch). A
         flow Parameter reads as the region's parameter argument."""
-        from ..abs.parameter import Parameter
         if isinstance(x, Parameter):
             bound = self.params.get((self.side, id(x)))
             if bound is None:
@@ -228,11 +229,10 @@ class TraceContext(ContextBase):
         if written is None:
             return x
         if isinstance(written, float):      # Fill(alpha): a constant tile
-            from ..indexer.layout import MaskSlice
             tile = self.new_value(x.shape[1], x.shape[2], FORMAT.RAGGED,
                                   hint=f"{x._ssa[1:]}_filled")
             a = f32_attr(written)
-            self.emit(f"{tile._ssa} = vortex.{MaskSlice.mnemonic} {x._ssa} "
+            self.emit(f"{tile._ssa} = vortex.{MASK_SLICE} {x._ssa} "
                       f"{{start = 0 : i64, end = 0 : i64, dim = 1 : i64, "
                       f"alpha = {a}, beta = {a}}} : {self.type_of(x)} -> "
                       f"{self.type_of(tile)}")
@@ -362,7 +362,6 @@ def _region(ctx: TraceContext, side: str, args: List[vTensor],
     """Trace one forward method into `side(...) { ... }`."""
     ctx.side = side
     ctx.lines = []
-    from .errors import FlowError
     try:
         body()
     except FlowError:
@@ -448,12 +447,10 @@ def _trace(flow: Any, ctx: TraceContext) -> Traced:
 def _symbol(name: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name):
         return "@" + name
-    from .source import mlir_string
     return "@" + mlir_string(name)
 
 
 def _field_key(name: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name):
         return name
-    from .source import mlir_string
     return mlir_string(name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterable, Tuple, Union
 
 from ..abs.op import Schedule
-from ..frontend.oplib import TracedOp
+from ..frontend.oplib import MASK_SLICE, TracedOp
 from ..frontend.types import broadcast, f32_attr, i64_attr, workload_format
 
 __all__ = ["Transpose", "Reshape", "Kron", "MaskSlice"]
@@ -84,7 +84,7 @@ class MaskSlice(TracedOp):
     ctx=ctx)`: alpha at positions [start, end) along `dim` (1 or 2), beta
     elsewhere; x gives only the shape."""
 
-    mnemonic = "mask_slice"
+    mnemonic = MASK_SLICE
 
     def __init__(self, start: int, end: int, dim: int, alpha: float = 1.0,
                  beta: float = 0.0) -> None:

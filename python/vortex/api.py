@@ -1,19 +1,24 @@
 """Entry points: trace a vFlow to IR, compile it, and the `vortex.compile`
-that accepts both IR and flows."""
+that accepts both IR and flows. The top of the authoring stack: it imports
+the tracer, the flow classes and the shipped flows, and nothing below
+imports it."""
 
 from __future__ import annotations
 
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from .. import compiler
-from ..flow.flow import flow_name, vFlow
-from .config import FlowConfig
-from .tracer import Traced, trace_flow
-from .verify import verify_text
+from . import compiler
+from . import flows as shipped     # registers the shipped flows by name
+from .flow import registry
+from .flow.flow import flow_name, vFlow
+from .flow.loader import build_vflow
+from .frontend.config import FlowConfig
+from .frontend.tracer import Traced, trace_flow
+from .frontend.verify import verify_text
 
 __all__ = ["trace", "trace_flow_ir", "compile_flow", "compile",
-           "resolve_flow"]
+           "resolve_flow", "trace_shipped", "compile_shipped"]
 
 ConfigLike = Union[FlowConfig, Mapping[str, Any], None]
 
@@ -21,7 +26,6 @@ ConfigLike = Union[FlowConfig, Mapping[str, Any], None]
 def resolve_flow(flow: Any, init_kwargs: Optional[Mapping] = None) -> vFlow:
     """A vFlow instance from an instance, a vFlow subclass or a registered
     name (the shipped flows of `vortex.flows` are found by name too)."""
-    from ..flow import registry
     if isinstance(flow, vFlow):
         if init_kwargs:
             raise TypeError("init_kwargs apply to a flow class or a "
@@ -30,9 +34,6 @@ def resolve_flow(flow: Any, init_kwargs: Optional[Mapping] = None) -> vFlow:
     if isinstance(flow, type) and issubclass(flow, vFlow):
         return flow(**dict(init_kwargs or {}))
     if isinstance(flow, str):
-        if not registry.has(flow):
-            from .. import flows as _shipped   # noqa: F401 (registers them)
-        from ..flow.loader import build_vflow
         return build_vflow(flow, dict(init_kwargs or {}))
     raise TypeError(f"expected a vFlow, a vFlow subclass or a registered "
                     f"flow name, got {type(flow).__name__}")
@@ -87,9 +88,6 @@ def _is_flow(source: Any) -> bool:
         return True
     if isinstance(source, str) and "\n" not in source and \
             not os.path.exists(source) and "vortex.flow" not in source:
-        from ..flow import registry
-        if not registry.has(source):
-            from .. import flows as _shipped   # noqa: F401 (registers them)
         return registry.has(source)
     return False
 
@@ -128,3 +126,17 @@ def compile(source: Any, *args: Any, config: ConfigLike = None,
                     if p in kwargs}
     return compile_flow(source, config, name=name, init_kwargs=init_kwargs,
                         **compile_args, **kwargs)
+
+
+def trace_shipped(example: str, verify: bool = True) -> str:
+    """The traced IR of the shipped example `example` (a key of
+    `vortex.flows.SHIPPED`)."""
+    s = shipped.SHIPPED[example]
+    return trace(s.flow, s.config, name=s.symbol, verify=verify)
+
+
+def compile_shipped(example: str, target: str = "cpu", **kwargs) -> str:
+    """Trace and compile the shipped example `example`; returns the
+    manifest."""
+    s = shipped.SHIPPED[example]
+    return compile_flow(s.flow, s.config, target, name=s.symbol, **kwargs)
