@@ -139,10 +139,10 @@ def _run(args) -> int:
             sys.stdout.write(text)
         return 0
     t0 = time.perf_counter()
-    manifest = api.compile_flow(flow, config, args.target, name=name,
-                                out_dir=args.output, options=args.option,
-                                use_cache=not args.no_cache,
-                                init_kwargs=init)
+    manifest = api.compile_vflow(flow, config, args.target, name=name,
+                                 out_dir=args.output, options=args.option,
+                                 use_cache=not args.no_cache,
+                                 init_kwargs=init)
     print(f"# compiled {name or flow} for {args.target} in "
           f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
     print(manifest)

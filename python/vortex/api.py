@@ -17,7 +17,7 @@ from .frontend.config import FlowConfig
 from .frontend.tracer import Traced, trace_flow
 from .frontend.verify import verify_text
 
-__all__ = ["trace", "trace_flow_ir", "compile_flow", "compile",
+__all__ = ["trace", "trace_flow_ir", "compile", "compile_vflow",
            "resolve_flow", "trace_shipped", "compile_shipped"]
 
 ConfigLike = Union[FlowConfig, Mapping[str, Any], None]
@@ -68,14 +68,17 @@ def trace(flow: Any, config: ConfigLike = None, *, name: Optional[str] = None,
                          init_kwargs=init_kwargs, **overrides).text
 
 
-def compile_flow(flow: Any, config: ConfigLike = None, target: str = "cpu",
-                 *, name: Optional[str] = None, out_dir: Optional[str] = None,
-                 options: Sequence[str] = (), use_cache: bool = True,
-                 init_kwargs: Optional[Mapping] = None,
-                 **overrides: Any) -> str:
-    """Trace `flow` (as `trace` does), compile it for `target` ("cpu" or a
-    GPU chip such as "sm_90") with vortex-compile and return the manifest
-    path (for `vortex.load`)."""
+def compile_vflow(flow: Any, config: ConfigLike = None,
+                   target: str = "cpu", *, name: Optional[str] = None,
+                   out_dir: Optional[str] = None,
+                   options: Sequence[str] = (), use_cache: bool = True,
+                   init_kwargs: Optional[Mapping] = None,
+                   **overrides: Any) -> str:
+    """`compile` of a vFlow: trace `flow` (as `trace` does), compile it for
+    `target` ("cpu" or a GPU chip such as "sm_90") with vortex-compile and
+    return the manifest path (for `vortex.load`). An unknown name raises
+    FlowLoadError. (`vortex.compile_flow` is another thing: IR compiled and
+    loaded on the CPU runtime.)"""
     text = trace(flow, config, name=name, init_kwargs=init_kwargs,
                  **overrides)
     return compiler.compile(text, target=target, out_dir=out_dir,
@@ -124,7 +127,7 @@ def compile(source: Any, *args: Any, config: ConfigLike = None,
                         "one flow")
     compile_args = {p: kwargs.pop(p) for p in params[:2] + params[3:]
                     if p in kwargs}
-    return compile_flow(source, config, name=name, init_kwargs=init_kwargs,
+    return compile_vflow(source, config, name=name, init_kwargs=init_kwargs,
                         **compile_args, **kwargs)
 
 
@@ -139,4 +142,4 @@ def compile_shipped(example: str, target: str = "cpu", **kwargs) -> str:
     """Trace and compile the shipped example `example`; returns the
     manifest."""
     s = shipped.SHIPPED[example]
-    return compile_flow(s.flow, s.config, target, name=s.symbol, **kwargs)
+    return compile_vflow(s.flow, s.config, target, name=s.symbol, **kwargs)

@@ -70,8 +70,7 @@ tally(f'loc("{ported}":' in text, "its ops are located in the user's file")
 times = []
 for _ in range(3):
     t0 = time.perf_counter()
-    manifest = vortex.api.compile_flow(flow, FlowConfig(), "cpu",
-                                            use_cache=False)
+    manifest = vortex.compile(flow, FlowConfig(), "cpu", use_cache=False)
     times.append(time.perf_counter() - t0)
 print(f"# trace + compile to the CPU shared object: best {min(times):.3f} s, "
       f"runs {[round(t, 3) for t in times]}")
