@@ -131,7 +131,7 @@ if ! python3 -c 'import scikit_build_core' >/dev/null 2>&1; then
     || die "cannot install scikit-build-core with pip"
 fi
 
-# torch (the torch-op tests, test/Python/torch_*.py): pip's wheel, pinned.
+# torch (the torch-op tests, test/Python/ops/torch_ops_*.py): pip's wheel, pinned.
 if ! python3 -c 'import torch' >/dev/null 2>&1; then
   log "installing torch==${TORCH_VERSION} for $(command -v python3)"
   python3 -m pip install --quiet "torch==${TORCH_VERSION}" \
@@ -141,7 +141,7 @@ if ! python3 -c 'import torch' >/dev/null 2>&1; then
     || die "torch is not importable by $(command -v python3)"
 fi
 
-# transformers (test/Python/integrations_transformers.py: paged|vortex under
+# transformers (test/Python/integrations/integrations_transformers.py: paged|vortex under
 # continuous batching), pinned; psutil sizes its paged cache on the CPU.
 if ! python3 -c 'import transformers, psutil' >/dev/null 2>&1; then
   log "installing transformers==${TRANSFORMERS_VERSION} for $(command -v python3)"
@@ -150,7 +150,7 @@ if ! python3 -c 'import transformers, psutil' >/dev/null 2>&1; then
     || die "cannot install transformers==${TRANSFORMERS_VERSION} with pip"
 fi
 # SmolLM2-135M's real weights (a 93 MB GGUF) and the gguf package: the test
-# of the loading path (test/Python/smollm2_engine.py) and
+# of the loading path (test/Python/integrations/smollm2_engine.py) and
 # bench/accuracy_smollm2.py. Quick when already fetched.
 bash "$(dirname "${BASH_SOURCE[0]}")/fetch-smollm2.sh" >/dev/null \
   || die "cannot fetch SmolLM2-135M (scripts/fetch-smollm2.sh)"

@@ -1,7 +1,7 @@
 // A flow with slotted fields (docs/contract.md, "Slotted fields"): the cache
 // side writes the block mean of k into the paged field c, and the block max
 // of v and a stamp into the slotted fields stage and stamp; the indexer
-// scores with c. Used by test/Python/slotted.py and, on the GPU, by
+// scores with c. Used by test/Python/cpu/slotted.py and, on the GPU, by
 // test/Python/Inputs/slotted_gpu_check.py.
 !kv = !vortex.vtensor<?x4x8xf32, #vortex.format<paged>>
 !q = !vortex.vtensor<?x2x8xf32, #vortex.format<batched>>

@@ -1,4 +1,4 @@
-"""One rank of test/Python/integrations_transformers_tp.py: the saved tiny
+"""One rank of test/Python/integrations/integrations_transformers_tp.py: the saved tiny
 Qwen3 under transformers' tensor parallelism (DistributedConfig(tp_plan=
 "auto"), gloo), with paged|vortex over this rank's KV heads.
 

@@ -1,6 +1,6 @@
 # The vortex_torch README's quick example ("Define a flow --
 # custom_sparse_attention.py"), as written for vortex_torch. The test
-# test/Python/frontend_user_module.py replaces `vortex_torch` with `vortex`
+# test/Python/frontend/frontend_user_module.py replaces `vortex_torch` with `vortex`
 # in its imports, and nothing else, and runs it on vortex.
 from typing import Dict
 import torch

@@ -1,6 +1,6 @@
 # REQUIRES: ptxas, cuda-toolkit
 # RUN: rm -rf %t && mkdir -p %t
-# RUN: %python %s %t %S/../Tools/vortex-compile/Inputs/toy-flow.mlir
+# RUN: %python %s %t %S/../../Tools/vortex-compile/Inputs/toy-flow.mlir
 #
 # vortex.compile and the kernel cache: a GPU compile goes through
 # kernel_cache_dir() ($VORTEX_KERNEL_CACHE_DIR) trimmed to

@@ -1,8 +1,8 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: vortex-compile --target=sm_90 --no-cubin \
-# RUN:   %S/../../examples/block_sparse_attention.mlir -o %t/bs
+# RUN:   %S/../../../examples/block_sparse_attention.mlir -o %t/bs
 # RUN: vortex-compile --target=sm_90 --no-cubin \
-# RUN:   %S/../../examples/gqa_quest_sparse_attention_g5.mlir -o %t/g5
+# RUN:   %S/../../../examples/gqa_quest_sparse_attention_g5.mlir -o %t/g5
 # RUN: %python %s %t
 # REQUIRES: numpy
 #

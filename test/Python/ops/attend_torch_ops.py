@@ -233,7 +233,7 @@ print("decode refusals: ok")
 # exact there even with reserved_eos = 0, for T <= 2 (and refused, naming
 # q, beyond) ----------------------------------------------------------------
 TrtllmBlockSparseAttention = load_module(os.path.join(
-    os.path.dirname(__file__), "Inputs", "trtllm_flow.py")).TrtllmBlockSparseAttention
+    os.path.dirname(__file__), "..", "Inputs", "trtllm_flow.py")).TrtllmBlockSparseAttention
 
 
 def union_flow(tokens):

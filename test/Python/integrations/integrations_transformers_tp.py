@@ -1,5 +1,5 @@
 # RUN: rm -rf %t && mkdir -p %t
-# RUN: %python %s %t %S/Inputs/tp_worker.py
+# RUN: %python %s %t %S/../Inputs/tp_worker.py
 # REQUIRES: numpy, torch, transformers
 #
 # paged|vortex under transformers' tensor parallelism on the CPU: 2 ranks

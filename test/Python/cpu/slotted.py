@@ -21,7 +21,7 @@ import numpy as np
 import vortex
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "Inputs", "slotted_flow.mlir")) as f:
+with open(os.path.join(HERE, "..", "Inputs", "slotted_flow.mlir")) as f:
     FLOW = f.read()
 
 failures = 0
@@ -103,7 +103,7 @@ for what, call in [
         check("slot_of_ptr" in str(err) and untouched,
               f"refused: {what} ({err})", str(err))
 
-plain = vortex.compile_flow(os.path.join(HERE, "..", "..", "examples",
+plain = vortex.compile_flow(os.path.join(HERE, "..", "..", "..", "examples",
                                          "block_sparse_attention.mlir"))
 c = {n: np.zeros(shape, np.float32)
      for n, (shape, _) in plain.manifest.cache_shapes(NB).items()}

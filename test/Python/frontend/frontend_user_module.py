@@ -1,4 +1,4 @@
-# RUN: %python %s %S/Inputs/vortex_torch_readme_flow.py %examples
+# RUN: %python %s %S/../Inputs/vortex_torch_readme_flow.py %examples
 # REQUIRES: torch, numpy
 #
 # Issue 8: "a vortex_torch flow module runs on Vortex after replacing

@@ -1,8 +1,8 @@
 # REQUIRES: ptxas, cuda-toolkit
 # RUN: rm -rf %t && mkdir -p %t
-# RUN: vortex-compile %S/../Tools/vortex-compile/Inputs/toy-flow.mlir -o %t/one \
+# RUN: vortex-compile %S/../../Tools/vortex-compile/Inputs/toy-flow.mlir -o %t/one \
 # RUN:   --cuda-path=%cuda_path
-# RUN: vortex-compile %S/../Tools/vortex-compile/Inputs/toy-flow.mlir -o %t/split \
+# RUN: vortex-compile %S/../../Tools/vortex-compile/Inputs/toy-flow.mlir -o %t/split \
 # RUN:   --cuda-path=%cuda_path --kernel-cache=%t/cache
 # RUN: %python %s %t
 #

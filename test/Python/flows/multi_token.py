@@ -25,7 +25,7 @@ from vortex import testing
 from vortex.compiler import find_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = os.path.join(HERE, "..", "..", "examples")
+EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
 OPT = find_tool("vortex-opt")
 
 

@@ -23,7 +23,7 @@ from vortex import testing
 from vortex.compiler import find_tool
 
 report = testing.Tally()
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 
 with tempfile.TemporaryDirectory() as tmp:
     src = os.path.join(EXAMPLES, "running_avg_block_sparse.mlir")

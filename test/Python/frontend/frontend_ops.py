@@ -2,13 +2,13 @@
 # REQUIRES: numpy
 #
 # The op catalog of vortex.indexer / vortex.cache, through the tracer.
-# - test/Python/ops_indexer.py's probe flow (every indexer op: gemm, gemv,
+# - test/Python/ops/ops_indexer.py's probe flow (every indexer op: gemm, gemv,
 #   softmax, normalize, conv1d, the unary ops, the where masks, minimum,
 #   maximum, add, multiply, mask_slice, transpose, reshape, kron, the
 #   reductions over dims 0, 1, 2, load, save, topk), written as a vortex_torch
 #   flow, traces to the same IR as its hand-written text (both printed by
 #   vortex-opt).
-# - test/Python/ops_cache.py's probe flow (every cache op, output=None
+# - test/Python/ops/ops_cache.py's probe flow (every cache op, output=None
 #   intermediates, a field written then read, Fill), written as a
 #   vortex_torch flow, computes the same fields as that test's reference on
 #   the CPU (its IR differs only in how a value is copied into a second
@@ -35,8 +35,9 @@ tally = testing.Tally()
 
 
 def load_test(name):
+    """A test of ../ops (its module-level definitions: TEXT, the probes)."""
     spec = importlib.util.spec_from_file_location(
-        f"vortex_test_{name}", os.path.join(HERE, name + ".py"))
+        f"vortex_test_{name}", os.path.join(HERE, "..", "ops", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)       # defines TEXT etc.; main() not run
     return mod
@@ -339,7 +340,7 @@ for mod, name in [(I, "FactorScore"), (I, "LearnedQuery"),
               f"{mod.__name__}.{name}() raises UnsupportedOpError naming "
               "the op and this line", err)
 
-# Parameter is supported (test/Python/params_train.py): vortex.indexer
+# Parameter is supported (test/Python/eager/params_train.py): vortex.indexer
 # exports vortex.abs's, and a malformed one is refused at construction.
 tally(I.Parameter is vortex.abs.Parameter,
       "vortex.indexer.Parameter is vortex.abs.Parameter")
