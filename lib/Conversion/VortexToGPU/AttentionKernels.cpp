@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "Collectives.h"
 
 #include <cmath>
 
@@ -63,20 +63,6 @@ struct AttendPlan {
   bool paddedLanes() const { return paddedDim != shape.headDim; }
   bool partialPass() const { return passes * headsPerPass != heads; }
 };
-
-/// A 16-byte aligned workgroup buffer of `size` elements.
-Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
-  MLIRContext *ctx = func.getContext();
-  auto type = MemRefType::get(
-      {size}, elementType, AffineMap(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  Value buffer = func.addWorkgroupAttribution(type, func.getLoc());
-  func.setWorkgroupAttributionAttr(
-      func.getNumWorkgroupAttributions() - 1,
-      LLVM::LLVMDialect::getAlignAttrName(),
-      IntegerAttr::get(IntegerType::get(ctx, 64), 16));
-  return buffer;
-}
 
 Value negInf(Gen &g) { return g.f32(-INFINITY); }
 Value isNegInf(Gen &g, Value x) {

@@ -250,9 +250,6 @@ void recordRowKernel(FlowContext &ctx, gpu::GPUFuncOp func, int64_t threads,
                      ArrayRef<Param> params, ArrayRef<std::string> reads,
                      ArrayRef<std::string> writes);
 
-/// CTA-wide reduction (every thread of the CTA must call it).
-Value ctaReduce(Gen &g, Value v, gpu::AllReduceOperation op);
-
 /// for (p = lo + tid; p < hi; p += threads) body(p). The body runs under a
 /// per-thread condition: no barrier may be in it.
 scf::ForOp strided(Gen &g, Value lo, Value hi, Value tid, int64_t threads,

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "Collectives.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -70,13 +70,6 @@ void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
   rec.reads.assign(reads.begin(), reads.end());
   rec.writes.assign(writes.begin(), writes.end());
   ctx.abi.kernels.push_back(rec);
-}
-
-Value mlir::vortex::gpugen::ctaReduce(Gen &g, Value v,
-                                      gpu::AllReduceOperation op) {
-  return gpu::AllReduceOp::create(
-      g.b, g.loc, v, gpu::AllReduceOperationAttr::get(g.b.getContext(), op),
-      /*uniform=*/true);
 }
 
 scf::ForOp mlir::vortex::gpugen::strided(

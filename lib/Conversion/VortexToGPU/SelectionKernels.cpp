@@ -1,17 +1,17 @@
-//===- SelectionKernels.cpp - Top-k, trtllm top-k and union kernels -------===//
+//===- SelectionKernels.cpp - Top-k and trtllm top-k kernels ----------------===//
 //
 // One CTA per dense CSR row. The top-k is a radix select: the k-th best
 // score key is found digit by digit (8-bit histograms in shared memory,
 // starting below the bits every key of the row shares), the keys above it
 // and the first ties by position are gathered, and only those k keys are
 // ordered (by rank, or a bitonic sort for large k). vortex.topk writes the
-// sparse CSR; vortex.trtllm_topk writes a
-// block table at the row's dense positions and a per-row count, which the
-// two union kernels merge into the sparse CSR.
+// sparse CSR; vortex.trtllm_topk writes a block table at the row's dense
+// positions and a per-row count, which the two union kernels
+// (UnionKernels.cpp) merge into the sparse CSR.
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "SelectionCommon.h"
 #include "Vortex/Conversion/Passes.h"
 
 #include <limits>
@@ -22,15 +22,10 @@ using namespace mlir::vortex::gpugen;
 
 namespace {
 
-/// Threads of the union kernels' CTAs (one per row).
-constexpr int64_t kRowThreads = 256;
-constexpr int64_t kRowWarps = kRowThreads / 32;
 /// Keys a row's selection can gather and sort in shared memory; a larger k
 /// takes the slow path (one CTA-wide maximum per pick).
 constexpr int64_t kSortCapacity = 4096;
 constexpr int64_t kRadixBins = 256;
-/// The alignment of every shared buffer, in bytes (sharedBuffer).
-constexpr int64_t kSharedAlign = 16;
 /// The value-bin pass's boundary bin is ranked directly when it holds at
 /// most this many keys (they sit at the end of the keys buffer meanwhile).
 constexpr int64_t kCandidateCapacity = 128;
@@ -85,9 +80,6 @@ Value scoreKey(Gen &g, Value score) {
                       g.i32(static_cast<int32_t>(0x80000000u))));
 }
 
-Value falseValue(Gen &g) {
-  return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(false));
-}
 Value trueValue(Gen &g) {
   return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(true));
 }
@@ -132,102 +124,6 @@ Value bitLength(Gen &g, Value x) {
   }
   return g.add(len, g.select(g.cmpI(arith::CmpIPredicate::ne, x, g.i32(0)),
                              g.i32(1), g.i32(0)));
-}
-
-Value atomicAdd(Gen &g, Value memref, Value index, Value v) {
-  return memref::AtomicRMWOp::create(g.b, g.loc, arith::AtomicRMWKind::addi,
-                                     v, memref, ValueRange{index});
-}
-
-/// Inclusive sum over the lanes of a warp (every lane must call it).
-Value warpInclusiveSum(Gen &g, Value lane, Value v) {
-  for (int32_t offset = 1; offset < 32; offset *= 2) {
-    auto up = gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
-                                     gpu::ShuffleMode::UP);
-    Value valid = g.cmpI(arith::CmpIPredicate::sge, lane, g.idx(offset));
-    v = g.add(v, g.select(valid, up.getShuffleResult(), g.i32(0)));
-  }
-  return v;
-}
-
-/// `a op b` for the i32 reductions of ctaAllReduce.
-Value combine(Gen &g, gpu::AllReduceOperation op, Value a, Value b) {
-  switch (op) {
-  case gpu::AllReduceOperation::MAXUI:
-    return arith::MaxUIOp::create(g.b, g.loc, a, b);
-  case gpu::AllReduceOperation::MINUI:
-    return arith::MinUIOp::create(g.b, g.loc, a, b);
-  default:
-    return g.add(a, b);
-  }
-}
-
-/// XOR-butterfly shuffles over offsets `from`, from/2, ..., 1, each value
-/// combined by its op: lanes within the aligned groups of 2 x `from` lanes
-/// end up with the group's reduction.
-void butterfly(Gen &g, MutableArrayRef<Value> values,
-               ArrayRef<gpu::AllReduceOperation> ops, int32_t from) {
-  for (int32_t offset = from; offset > 0; offset /= 2)
-    for (auto [v, op] : llvm::zip(values, ops))
-      v = combine(g, op, v,
-                  gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
-}
-
-/// Reduces each i32 of `values` by its op (ADD, MAXUI or MINUI) over the
-/// full CTA of `warps` warps; every thread gets the results. Butterfly
-/// shuffles within each warp, the warps' partials through
-/// `scratch[v * warps + warp]`, folded by every warp. Every thread
-/// must call it; it holds two barriers, so `scratch` is free again on
-/// return. (gpu.all_reduce also handles partial warps: code ptxas spends
-/// time on and this kernel never runs.)
-SmallVector<Value> ctaAllReduce(Gen &g, Value tid, ArrayRef<Value> values,
-                                ArrayRef<gpu::AllReduceOperation> ops,
-                                Value scratch, int64_t warps) {
-  assert(warps <= 32 && llvm::isPowerOf2_64(warps) &&
-         "the partials fit one warp");
-  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
-  SmallVector<Value> partial(values);
-  butterfly(g, partial, ops, 16);
-  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(0)), [&](Gen &z) {
-    for (auto [i, v] : llvm::enumerate(partial))
-      z.store(v, scratch, z.add(z.idx(i * warps), warp));
-  });
-  gpu::BarrierOp::create(g.b, g.loc);
-  // Each warp folds the partials: lane l reads partial l % warps, then
-  // butterflies within groups of `warps` lanes.
-  Value slot = g.remU(lane, g.idx(warps));
-  SmallVector<Value> result;
-  for (auto [i, op] : llvm::enumerate(ops))
-    result.push_back(
-        g.load(scratch, g.add(g.idx(i * warps), slot)));
-  butterfly(g, result, ops, static_cast<int32_t>(warps / 2));
-  gpu::BarrierOp::create(g.b, g.loc);
-  return result;
-}
-
-/// The rank of this thread's `flag` among the set flags of the CTA, in
-/// thread order (an exclusive scan: warp scans, then the warp totals through
-/// `warpSums[0, warps)` in shared memory), and their total. Every
-/// thread must call it; it holds two barriers, so `warpSums` is free again
-/// on return.
-std::pair<Value, Value> ctaRank(Gen &g, Value tid, Value flag,
-                                Value warpSums, int64_t warps) {
-  Value lane = g.remU(tid, g.idx(32)), warp = g.divU(tid, g.idx(32));
-  Value one = g.select(flag, g.i32(1), g.i32(0));
-  Value incl = warpInclusiveSum(g, lane, one);
-  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(31)),
-           [&](Gen &z) { z.store(incl, warpSums, warp); });
-  gpu::BarrierOp::create(g.b, g.loc);
-  Value before = g.i32(0), total = g.i32(0);
-  for (int64_t w = 0; w < warps; ++w) {
-    Value v = g.load(warpSums, g.idx(w));
-    total = g.add(total, v);
-    before = g.add(before, g.select(g.lt(g.idx(w), warp), v, g.i32(0)));
-  }
-  gpu::BarrierOp::create(g.b, g.loc);
-  return {g.sub(g.add(before, incl), one), total};
 }
 
 //===----------------------------------------------------------------------===//
@@ -891,43 +787,9 @@ void emitSelection(Gen &g, const SelectRow &R) {
       });
 }
 
-/// The sum over the rows before `r` of `countOf(q)` (every thread calls it:
-/// a CTA reduction): row r's offset in the sparse list.
-Value offsetOfRow(Gen &g, Value r, Value tid, Value scratch, int64_t threads,
-                  function_ref<Value(Gen &, Value)> countOf) {
-  Value partial =
-      strided(g, g.idx(0), r, tid, threads, {g.i32(0)},
-              [&](Gen &x, Value q, ValueRange acc) -> SmallVector<Value> {
-                return {x.add(acc[0], x.toI32(countOf(x, q)))};
-              })
-          .getResult(0);
-  return g.toIndex(ctaAllReduce(g, tid, {partial},
-                                {gpu::AllReduceOperation::ADD}, scratch,
-                                threads / 32)[0]);
-}
 
-/// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
-void storeSparseIndptr(Gen &g, Value sparsePtr, Value r, Value end) {
-  g.store(g.toI32(end), sparsePtr, g.add(r, g.idx(1)));
-  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, r, g.idx(0)),
-           [&](Gen &y) { y.store(y.i32(0), sparsePtr, y.idx(0)); });
-}
 
-/// Records row r's malformed dense_kv_indptr (the guard); one thread.
-void recordBadIndptr(Gen &g, Value status, Value indptr, Value r) {
-  g.recordStatus(status, abi::kBadIndptr,
-                 g.toIndex(g.load(indptr, g.add(r, g.idx(1)))), r);
-}
 
-/// buffer[i] as an index if i is within the buffer, else 0.
-Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
-  return g.ifElse(
-      g.lt(i, g.extent(buffer)), g.b.getIndexType(),
-      [&](Gen &x) -> SmallVector<Value> {
-        return {x.toIndex(x.load(buffer, i))};
-      },
-      [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
-}
 
 /// The top-k's CTA shapes, in order of preference: the `topk-threads`
 /// option alone if given; else 512 threads with 4 keys each, 256 with 8 and
@@ -946,22 +808,6 @@ SmallVector<SelectPlan> planSelections(const FlowContext &ctx) {
                              });
 }
 
-/// Memrefs in shared memory, each aligned to 16 bytes: LLVM's load-store
-/// vectorizer merges adjacent word accesses (a histogram's bins, the ctl
-/// words) into 16-byte ones, which fault unless the buffer is aligned, and
-/// ptxas aligns a buffer only as declared.
-Value sharedBuffer(gpu::GPUFuncOp func, int64_t size, Type elementType) {
-  MLIRContext *ctx = func.getContext();
-  auto type = MemRefType::get(
-      {size}, elementType, AffineMap(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  Value buffer = func.addWorkgroupAttribution(type, func.getLoc());
-  func.setWorkgroupAttributionAttr(
-      func.getNumWorkgroupAttributions() - 1,
-      LLVM::LLVMDialect::getAlignAttrName(),
-      IntegerAttr::get(IntegerType::get(ctx, 64), kSharedAlign));
-  return buffer;
-}
 
 } // namespace
 
@@ -1291,211 +1137,36 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
 }
 
 //===----------------------------------------------------------------------===//
-// Union
+// Row helpers shared with the union kernels (SelectionCommon.h)
 //===----------------------------------------------------------------------===//
 
-namespace {
+namespace mlir::vortex::gpugen {
 
-/// The two tables of a union row: entry `j` of their concatenation.
-struct UnionRow {
-  Value tables[2], lens[2], start;
-  Value idAt(Gen &g, Value j) const {
-    return g.ifElse(
-        g.lt(j, lens[0]), g.b.getI32Type(),
-        [&](Gen &x) -> SmallVector<Value> {
-          return {x.load(tables[0], x.add(start, j))};
-        },
-        [&](Gen &x) -> SmallVector<Value> {
-          return {x.load(tables[1], x.add(start, x.sub(j, lens[0])))};
-        })[0];
-  }
-};
+Value falseValue(Gen &g) {
+  return arith::ConstantOp::create(g.b, g.loc, g.b.getBoolAttr(false));
+}
 
-/// Kernel 1: per row, the tables' entries that are real (>= 0), not the
-/// row's last block and not seen earlier in the concatenation, in order,
-/// then the last block, into `merged` at the row's dense positions; the
-/// count into `counts`.
-void emitUnionRows(FlowContext &ctx, UnionOp op, StringRef name,
-                   StringRef merged, StringRef counts) {
-  MLIRContext *mctx = op.getContext();
-  Location loc = op.getLoc();
-  auto i32 = IntegerType::get(mctx, 32);
-  SmallVector<Param> params = {
-      {abi::kDenseIndptr.str(), true, i32},
-      {abi::kDenseIndices.str(), true, i32},
-      {abi::kRows.str(), false, {}},
-      {ctx.bufferOf.lookup(op.getLhsTable()), true, i32},
-      {ctx.bufferOf.lookup(op.getLhsSeqlens()), true, i32},
-      {ctx.bufferOf.lookup(op.getRhsTable()), true, i32},
-      {ctx.bufferOf.lookup(op.getRhsSeqlens()), true, i32},
-      {merged.str(), true, i32},
-      {counts.str(), true, i32},
-      {ctx.statusBuffer(), true, i32}};
-  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kRowThreads);
-  Value ctl = sharedBuffer(func, kRowWarps, i32);
-  Gen g{b, loc};
-  Value indptr = func.getArgument(0), dense = func.getArgument(1);
-  Value out = func.getArgument(7), outCounts = func.getArgument(8);
-  Value status = func.getArgument(9);
-  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value limit = g.minU(g.extent(dense), g.extent(out));
-  UnionRow U;
-  for (int side = 0; side < 2; ++side) {
-    U.tables[side] = func.getArgument(3 + 2 * side);
-    limit = g.minU(limit, g.extent(U.tables[side]));
-  }
-  RowInfo row = rowInfo(g, ctx.config, indptr, r, limit);
-  U.start = row.start;
-  // A count the tables' kernel did not write (a row past its counts) is 0;
-  // any count is clamped to the row.
-  for (int side = 0; side < 2; ++side) {
-    Value len = loadIndexOrZero(g, func.getArgument(4 + 2 * side), r);
-    U.lens[side] = g.minI(g.maxI(len, g.idx(0)), row.n);
-  }
-  Value hasBlocks = g.cmpI(arith::CmpIPredicate::sgt, row.n, g.idx(0));
-  Value last = g.ifElse(
-      hasBlocks, i32,
+/// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
+void storeSparseIndptr(Gen &g, Value sparsePtr, Value r, Value end) {
+  g.store(g.toI32(end), sparsePtr, g.add(r, g.idx(1)));
+  g.ifThen(g.cmpI(arith::CmpIPredicate::eq, r, g.idx(0)),
+           [&](Gen &y) { y.store(y.i32(0), sparsePtr, y.idx(0)); });
+}
+
+/// Records row r's malformed dense_kv_indptr (the guard); one thread.
+void recordBadIndptr(Gen &g, Value status, Value indptr, Value r) {
+  g.recordStatus(status, abi::kBadIndptr,
+                 g.toIndex(g.load(indptr, g.add(r, g.idx(1)))), r);
+}
+
+/// buffer[i] as an index if i is within the buffer, else 0.
+Value loadIndexOrZero(Gen &g, Value buffer, Value i) {
+  return g.ifElse(
+      g.lt(i, g.extent(buffer)), g.b.getIndexType(),
       [&](Gen &x) -> SmallVector<Value> {
-        return {x.load(dense, x.sub(row.end, x.idx(1)))};
+        return {x.toIndex(x.load(buffer, i))};
       },
-      [&](Gen &x) -> SmallVector<Value> { return {x.i32(-1)}; })[0];
-  Value entries = g.add(U.lens[0], U.lens[1]);
-  // Everything but the pinned last block fits in the row's n - 1 slots.
-  Value room = g.maxI(g.sub(row.n, g.idx(1)), g.idx(0));
-  Value rounds = g.ceilDiv(entries, g.idx(kRowThreads));
-  Value kept =
-      g.forLoop(
-           g.idx(0), rounds, {g.i32(0)},
-           [&](Gen &y, Value round, ValueRange acc) -> SmallVector<Value> {
-             Value j = y.add(y.mul(round, y.idx(kRowThreads)), tid);
-             SmallVector<Value> entry = y.ifElse(
-                 y.lt(j, entries), {i32, y.b.getI1Type()},
-                 [&](Gen &x) -> SmallVector<Value> {
-                   Value id = U.idAt(x, j);
-                   // Seen earlier in the concatenation?
-                   Value seen =
-                       x.forLoop(x.idx(0), j,
-                                 {falseValue(x)},
-                                 [&](Gen &z, Value i, ValueRange f)
-                                     -> SmallVector<Value> {
-                                   Value same = z.cmpI(arith::CmpIPredicate::eq,
-                                                       U.idAt(z, i), id);
-                                   return {z.orI(f[0], same)};
-                                 })
-                           .getResult(0);
-                   Value keep = x.andI(
-                       x.andI(x.cmpI(arith::CmpIPredicate::sge, id, x.i32(0)),
-                              x.cmpI(arith::CmpIPredicate::ne, id, last)),
-                       x.notI(seen));
-                   return {id, keep};
-                 },
-                 [&](Gen &x) -> SmallVector<Value> {
-                   return {x.i32(-1), falseValue(x)};
-                 });
-             auto [rank, total] = ctaRank(y, tid, entry[1], ctl, kRowWarps);
-             Value at = y.toIndex(y.add(acc[0], rank));
-             y.ifThen(y.andI(entry[1], y.lt(at, room)), [&](Gen &z) {
-               z.store(entry[0], out, z.add(row.start, at));
-             });
-             return {y.add(acc[0], total)};
-           })
-          .getResult(0);
-  Value used = g.minI(g.toIndex(kept), room);
-  Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
-  g.ifThen(first, [&](Gen &x) {
-    x.ifThen(hasBlocks,
-             [&](Gen &y) { y.store(last, out, y.add(row.start, used)); });
-    x.ifThen(x.lt(r, x.extent(outCounts)), [&](Gen &y) {
-      y.store(y.toI32(y.select(hasBlocks, y.add(used, y.idx(1)), used)),
-              outCounts, r);
-    });
-    x.ifThen(x.notI(row.exact),
-             [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
-  });
-  gpu::ReturnOp::create(b, loc);
-
-  recordRowKernel(ctx, func, kRowThreads, params,
-                  {abi::kDenseIndptr.str(), abi::kDenseIndices.str(),
-                   params[3].name, params[4].name, params[5].name,
-                   params[6].name},
-                  {merged.str(), counts.str(), ctx.statusBuffer()});
+      [&](Gen &x) -> SmallVector<Value> { return {x.idx(0)}; })[0];
 }
 
-/// Kernel 2: per row, its merged blocks after the counts of earlier rows in
-/// the sparse CSR.
-void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
-                   StringRef merged, StringRef counts) {
-  MLIRContext *mctx = op.getContext();
-  Location loc = op.getLoc();
-  auto i32 = IntegerType::get(mctx, 32);
-  SmallVector<Param> params = {
-      {abi::kDenseIndptr.str(), true, i32},
-      {abi::kRows.str(), false, {}},
-      {merged.str(), true, i32},
-      {counts.str(), true, i32},
-      {abi::kSparseIndptr.str(), true, i32},
-      {abi::kSparseIndices.str(), true, i32},
-      {ctx.statusBuffer(), true, i32}};
-  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
-  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kRowThreads);
-  Value scratch = sharedBuffer(func, kRowWarps, i32);
-  Gen g{b, loc};
-  Value indptr = func.getArgument(0), in = func.getArgument(2);
-  Value inCounts = func.getArgument(3), sparsePtr = func.getArgument(4);
-  Value sparse = func.getArgument(5), status = func.getArgument(6);
-  Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value limit = g.extent(in);
-  // Counts come from kernel 1; clamped again so no read leaves a row.
-  auto countOf = [&](Gen &x, Value q) {
-    RowInfo other = rowInfo(x, ctx.config, indptr, q, limit);
-    Value c = loadIndexOrZero(x, inCounts, q);
-    return std::make_pair(other, x.minI(x.maxI(c, x.idx(0)), other.n));
-  };
-  Value offset = offsetOfRow(g, r, tid, scratch, kRowThreads,
-                             [&](Gen &x, Value q) {
-    return countOf(x, q).second;
-  });
-  auto [row, count] = countOf(g, r);
-  Value fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
-                      g.extent(sparse));
-  Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
-  g.ifThen(first, [&](Gen &x) {
-    storeSparseIndptr(x, sparsePtr, r, x.add(offset, count));
-    x.ifThen(x.notI(fits),
-             [&](Gen &y) { recordBadIndptr(y, status, indptr, r); });
-  });
-  g.ifThen(fits, [&](Gen &x) {
-    strided(x, x.idx(0), count, tid, kRowThreads, {},
-            [&](Gen &y, Value j, ValueRange) -> SmallVector<Value> {
-              y.store(y.load(in, y.add(row.start, j)), sparse,
-                      y.add(offset, j));
-              return {};
-            });
-  });
-  gpu::ReturnOp::create(b, loc);
-
-  recordRowKernel(ctx, func, kRowThreads, params,
-                  {abi::kDenseIndptr.str(), merged.str(), counts.str()},
-                  {abi::kSparseIndptr.str(), abi::kSparseIndices.str(),
-                   ctx.statusBuffer()});
-}
-
-} // namespace
-
-LogicalResult mlir::vortex::gpugen::emitUnionKernels(FlowContext &ctx,
-                                                     UnionOp op,
-                                                     StringRef name) {
-  for (Value v : {op.getLhsTable(), op.getLhsSeqlens(), op.getRhsTable(),
-                  op.getRhsSeqlens()})
-    if (ctx.bufferOf.lookup(v).empty())
-      return op.emitOpError("reads a value that no buffer holds");
-  auto i32 = IntegerType::get(op.getContext(), 32);
-  std::string merged = ctx.allocScratchBuffer(abi::kTotal, 1, 1, i32);
-  std::string counts = ctx.allocScratchBuffer(abi::kRows, 1, 1, i32);
-  emitUnionRows(ctx, op, (name + "_rows").str(), merged, counts);
-  emitUnionPack(ctx, op, (name + "_pack").str(), merged, counts);
-  return success();
-}
+} // namespace mlir::vortex::gpugen
