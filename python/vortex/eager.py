@@ -264,14 +264,18 @@ def _set_selection(o, sp, si, score) -> None:
 
 
 class _Tables:
-    """trtllm TopK's result in eager mode: per row a block table (int64)."""
+    """The block tables of trtllm TopK in eager mode: per row the kept
+    block ids (int64)."""
 
     def __init__(self, tables: List[torch.Tensor]) -> None:
         self.tables = tables
 
 
-def _trtllm_topk(op, ctx: EagerContext, score) -> _Tables:
-    """Per row the kept blocks, in trtllm's order (docs/contract.md)."""
+def _trtllm_topk(op, ctx: EagerContext,
+                 score) -> Tuple[_Tables, EagerTensor]:
+    """Per row the kept blocks, in trtllm's order (docs/contract.md), as
+    vortex_torch returns them: `(block_tables, seqlens)`, seqlens the
+    number kept per row (BATCHED [rows, 1, 1])."""
     cfg, L = ctx.cfg, ctx.L
     s = ctx.ragged(score).reshape(-1)
     s = torch.where(torch.isnan(s), float("-inf"), s)
@@ -288,10 +292,23 @@ def _trtllm_topk(op, ctx: EagerContext, score) -> _Tables:
         best = torch.sort(mid, descending=True, stable=True).indices[:op.k]
         tables.append(torch.cat([ids[:cfg.bos], ids[cfg.bos + best],
                                  ids[hi - lo - cfg.eos:]]))
-    return _Tables(tables)
+    lens = torch.tensor([len(t) for t in tables], dtype=torch.int32,
+                        device=s.device).view(-1, 1, 1)
+    return _Tables(tables), EagerTensor(lens, FORMAT.BATCHED)
+
+
+def _tables_of(pair, name: str) -> _Tables:
+    """The block tables of a `(block_tables, seqlens)` pair from TopK, the
+    only form Union takes (as the tracer)."""
+    if not (isinstance(pair, tuple) and len(pair) == 2 and
+            isinstance(pair[0], _Tables)):
+        raise TypeError(f"Union: {name} must be a (block_table, seqlens) "
+                        f"tuple from TopK, got {type(pair).__name__}")
+    return pair[0]
 
 
 def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
+    tables = (_tables_of(i_0, "i_0"), _tables_of(i_1, "i_1"))
     L = ctx.L
     ip = L.indptr.tolist()
     indptr, out = [0], []
@@ -299,7 +316,7 @@ def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
         lo, hi = ip[r], ip[r + 1]
         last = int(L.ids[hi - 1]) if hi > lo else None
         row: List[int] = []
-        for table in (i_0.tables[r], i_1.tables[r]):
+        for table in (tables[0].tables[r], tables[1].tables[r]):
             for b in table.tolist():
                 if b != last and b not in row:
                     row.append(b)

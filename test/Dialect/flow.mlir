@@ -399,3 +399,30 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %w: !wp) {
   %t = vortex.multiply %s, %pm : (!s, !p1) -> !s
   vortex.topk %t into %o : !s into !o
 }
+
+// A write-only field (vortex_torch accepts one: a flow may write a dummy
+// field so its cache program has an output): the cache writes it, the
+// indexer never reads it.
+// CHECK-LABEL: vortex.flow @write_only
+// CHECK-SAME: fields(dummy = [1, 1])
+// CHECK: vortex.write %{{.*}} into %dummy
+// CHECK: indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %dummy: {{.*}}) {
+// CHECK-NOT: %dummy
+// CHECK: vortex.topk
+vortex.flow @write_only
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02,
+        reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(dummy = [1, 1])
+cache(%k: !kv, %v: !kv, %d: !f1) {
+  %km = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  %x = vortex.mean %km {dim = 2 : i64} : !cr -> !s
+  vortex.write %x into %d : !s into !f1
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %d: !f1) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %km = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  %s = vortex.gemv %qm, %km : (!qm, !cr) -> !s
+  vortex.topk %s into %o : !s into !o
+}

@@ -874,45 +874,6 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 // -----
 
-// ... and read by the indexer.
-
-!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
-!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
-!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
-#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
-
-// expected-error @+1 {{'vortex.flow' op cache field 'c' is never read by the indexer}}
-vortex.flow @f config = #cfg fields(c = [1, 1])
-cache(%k: !p, %v: !p, %c: !p) {
-  %x = vortex.exp %k : !p -> !r
-  vortex.write %x into %c : !r into !p
-}
-indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
-  %s = vortex.exp %k : !p -> !r
-  vortex.topk %s into %o : !r into !o
-}
-
-// -----
-
-!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
-!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
-!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
-#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
-
-// expected-error @+1 {{'vortex.flow' op cache field 'c' is never read by the indexer}}
-vortex.flow @f config = #cfg fields(c = [1, 1])
-cache(%k: !p, %v: !p, %c: !p) {
-}
-indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
-  %s = vortex.exp %k : !p -> !r
-  vortex.save %s into %c : !r into !p
-  vortex.topk %s into %o : !r into !o
-}
-
-// -----
-
 // Generic form: each region holds exactly one block.
 
 !p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>

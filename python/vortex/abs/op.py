@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 from enum import IntEnum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ..frontend.errors import (FlowArgumentError, FlowTraceError,
                                UnsupportedOpError, format_message)
@@ -159,3 +159,21 @@ class UnsupportedOp(vOp):
     def trace(self, *args: Any, ctx: Any, **kwargs: Any) -> Any:
         # Not reached: the constructor raises.
         raise FlowTraceError(f"{type(self).__name__} is not supported")
+
+
+_UNKNOWN: Dict[Tuple[str, str], type] = {}
+
+
+def unknown_op(module: str, name: str) -> type:
+    """The op class for a name `module` (vortex.indexer, vortex.cache) does
+    not have: one that vortex_torch's custom-op registry may add, or a
+    misspelling. Importing it works; building it raises UnsupportedOpError
+    naming the flow, the op and the line, as for a known unsupported op."""
+    key = (module, name)
+    if key not in _UNKNOWN:
+        _UNKNOWN[key] = type(name, (UnsupportedOp,), {
+            "__module__": module,
+            "reason": f"{module} has no op of that name: vortex_torch's "
+                      "custom ops (its registry of Schedule.S kernels) have "
+                      "no vortex counterpart"})
+    return _UNKNOWN[key]

@@ -10,7 +10,7 @@ the op returns. As in vortex_torch there is no Sum, GeMV, Transpose or Kron
 on the cache side. LearnedDescriptor exists by name only.
 """
 
-from ..abs.op import UnsupportedOp
+from ..abs.op import UnsupportedOp, unknown_op
 from ..indexer.context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Exp, Log, Maximum, Minimum,
                           Multiply, Relu, Sigmoid, Silu, WhereEqual,
@@ -34,3 +34,13 @@ __all__ = [
     "WhereLess", "WhereLessEqual", "Fill", "MaskSlice", "Reshape",
     "LearnedDescriptor", "Context", "get_ctx", "ReduceInterleave",
 ]
+
+
+def __getattr__(name: str):
+    """An op name this module does not have (a vortex_torch custom op, a
+    misspelling): importing it works, building it raises UnsupportedOpError
+    with the flow, the op and the line (abs.op.unknown_op), never a bare
+    ImportError."""
+    if name[:1].isupper():
+        return unknown_op("vortex.cache", name)
+    raise AttributeError(f"module 'vortex.cache' has no attribute {name!r}")

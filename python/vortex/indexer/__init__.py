@@ -9,6 +9,7 @@ LearnedQuery and MetaData
 exist by name only (the dialect has no counterpart): building one raises.
 """
 
+from ..abs.op import unknown_op
 from .context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Elementwise, Elementwise_Binary,
                           Exp, Log, Maximum, Minimum, Multiply, Relu, Sigmoid,
@@ -32,3 +33,13 @@ __all__ = [
     "LearnedQuery", "MetaData", "Context", "get_ctx",
     "Reduce", "Elementwise", "Elementwise_Binary",
 ]
+
+
+def __getattr__(name: str):
+    """An op name this module does not have (a vortex_torch custom op, a
+    misspelling): importing it works, building it raises UnsupportedOpError
+    with the flow, the op and the line (abs.op.unknown_op), never a bare
+    ImportError."""
+    if name[:1].isupper():
+        return unknown_op("vortex.indexer", name)
+    raise AttributeError(f"module 'vortex.indexer' has no attribute {name!r}")

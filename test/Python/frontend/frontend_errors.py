@@ -7,13 +7,14 @@
 #   (found by vortex-opt's verifiers, mapped back to the Python call);
 # - wrong shapes: GeMM with different contraction extents, MaskSlice out
 #   of range (vortex-opt), and an op that is not last after topK;
-# - a flow-level rule (a field the indexer never reads) at the class line;
+# - a flow-level rule (a field nothing writes) at the class line;
 # - an op object called at two call sites (OpReuseError);
 # - torch code on a traced value: Gen-1's q.mean(dim=1, keepdim=True), an
 #   operator (TorchInFlowError, also a TypeError; a torch function:
 #   frontend_errors_torch.py, which needs torch);
 # - cache["nope"] (MissingFieldError, also a KeyError);
-# - an op the dialect lacks (UnsupportedOpError), bad constructor arguments
+# - an op the dialect lacks (UnsupportedOpError), also one of vortex_torch's
+#   custom ops imported by name (GTGroupScore), bad constructor arguments
 #   (FlowArgumentError), a wrong call form, the context passed positionally,
 #   a non-value argument, a value of forward_cache used by forward_indexer,
 #   a bad create_cache.
@@ -25,6 +26,9 @@ from vortex import cache as C
 from vortex import indexer as I
 from vortex import testing
 from vortex.flow import vFlow
+# An op of vortex_torch's custom-op registry: the import works, building it
+# raises the named error (never a bare ImportError).
+from vortex.indexer import GTGroupScore
 from vortex.frontend import (FlowArgumentError, FlowTraceError,
                              FlowVerifyError, MissingFieldError, OpReuseError,
                              TorchInFlowError, UnsupportedOpError)
@@ -129,13 +133,21 @@ class NotLast(Base):
         self.after(score, ctx=ctx)
 
 
-class FieldNeverRead(Base):  # never_read
-    def create_cache(self, block_size, head_dim):
-        return {"centroids": (1, head_dim), "unused": (1, 1)}
+class FieldNeverWritten(Base):  # never_written
+    # A field the indexer reads but nothing writes. (One written and never
+    # read is fine, as in vortex_torch: test/Python/cpu/write_only_field.py.)
+    def __init__(self):
+        super().__init__()
+        self.gemm2, self.add = I.GeMM(), I.Add()
 
-    def forward_cache(self, cache, loc, ctx):
-        super().forward_cache(cache, loc, ctx)
-        C.Fill(0.0)(cache["unused"], loc=loc, ctx=ctx)
+    def create_cache(self, block_size, head_dim):
+        return {"centroids": (1, head_dim), "unset": (1, head_dim)}
+
+    def forward_indexer(self, q, o, cache, ctx):
+        m = self.mean(q, ctx=ctx)
+        score = self.add(self.gemm(m, cache["centroids"], ctx=ctx),
+                         self.gemm2(m, cache["unset"], ctx=ctx), ctx=ctx)
+        self.topk(score, o, ctx=ctx)
 
 
 class Reused(Base):
@@ -167,6 +179,12 @@ class Unsupported(Base):
     def __init__(self):
         super().__init__()
         self.score = I.FactorScore(None, 8, 4, 16)  # unsupported
+
+
+class CustomOp(Base):
+    def __init__(self):
+        super().__init__()
+        self.score = GTGroupScore(8)  # custom_op
 
 
 class BadDim(Base):
@@ -215,13 +233,16 @@ CASES = [
     (GeMMMismatch, FlowVerifyError, "GeMM", "gemm_k", "contraction"),
     (MaskOutOfRange, FlowVerifyError, "MaskSlice", "mask_range", "200"),
     (NotLast, FlowVerifyError, "topK", "not_last", "last op"),
-    (FieldNeverRead, FlowVerifyError, None, "never_read", "never read"),
+    (FieldNeverWritten, FlowVerifyError, None, "never_written",
+     "never written"),
     (Reused, OpReuseError, "Mean", "reused", "already called"),
     (Gen1, TorchInFlowError, None, "gen1", "Mean(dim=...)"),
     (Operator, TorchInFlowError, None, "operator", "'*'"),
     (MissingField, MissingFieldError, None, "nope", "'nope'"),
     (Unsupported, UnsupportedOpError, "FactorScore", "unsupported",
      "does not support"),
+    (CustomOp, UnsupportedOpError, "GTGroupScore", "custom_op",
+     "custom ops"),
     (BadDim, FlowArgumentError, "Max", "bad_dim", "dim must be"),
     (CallForm, FlowTraceError, "GeMM", "call_form", "op(x, y, ctx=ctx)"),
     (NotAValue, FlowTraceError, "GeMM", "not_value", "got float"),
@@ -232,7 +253,7 @@ CASES = [
 
 # Errors of an op's constructor name the flow by its class (the flow's
 # symbol is not known yet).
-AT_CONSTRUCTION = (Unsupported, BadDim)
+AT_CONSTRUCTION = (Unsupported, CustomOp, BadDim)
 
 for cls, exc, op, marker, detail in CASES:
     name = f"frontend_errors_{cls.__name__.lower()}"
