@@ -3,6 +3,7 @@
     python -m vortex compile flows.py --flow NAME --target cpu -o out/
     python -m vortex compile --flow block_sparse_attention   # a shipped flow
     python -m vortex trace flows.py --flow NAME --group-size 5
+    python -m vortex verify flows.py --flow NAME    # a sweep of configs
     python -m vortex list [flows.py]
     python -m vortex demo [examples/<flow>.mlir]   # the README's main job
     python -m vortex demo-engine                   # ... then a real model
@@ -60,6 +61,21 @@ def _parser() -> argparse.ArgumentParser:
         else:
             c.add_argument("--no-verify", action="store_true",
                            help="skip vortex-opt")
+    v = sub.add_parser("verify", help="trace, verify and lower a flow on "
+                       "both back ends over a sweep of configs, launching "
+                       "nothing (vortex.sweep)")
+    v.add_argument("file", nargs="?", help="flow module (.py)")
+    v.add_argument("--flow", help="registered flow name (or, without FILE, "
+                   "a shipped example)")
+    v.add_argument("--name", help="symbol of the traced vortex.flow")
+    v.add_argument("--init", action="append", default=[],
+                   metavar="KEY=VALUE", help="flow constructor argument")
+    for knob, default in (("groups", "GROUPS"), ("head-dims", "HEAD_DIMS"),
+                          ("block-sizes", "BLOCK_SIZES"),
+                          ("page-ratios", "PAGE_RATIOS")):
+        v.add_argument("--" + knob, type=int, nargs="+", default=None,
+                       help=f"default: vortex.sweep.{default}")
+    v.add_argument("-j", "--jobs", type=int, default=2)
     ls = sub.add_parser("list", help="list the registered flows")
     ls.add_argument("file", nargs="?")
     return p
@@ -106,9 +122,29 @@ def _resolve(args):
     return args.flow, None, args.name
 
 
+def _verify(args) -> int:
+    from . import sweep
+    flow, base, name = _resolve(args)
+    base = FlowConfig.coerce(base)
+    pick = {k: getattr(args, k) or getattr(sweep, d) for k, d in (
+        ("groups", "GROUPS"), ("head_dims", "HEAD_DIMS"),
+        ("block_sizes", "BLOCK_SIZES"), ("page_ratios", "PAGE_RATIOS"))}
+    if any(x < 1 for xs in pick.values() for x in xs):
+        raise SystemExit("verify: --groups, --head-dims, --block-sizes and "
+                         "--page-ratios take positive integers")
+    outcomes = sweep.sweep(flow, sweep.grid(base, **pick), name=name,
+                           init_kwargs=_init_kwargs(args.init),
+                           jobs=args.jobs)
+    table, status = sweep.report(outcomes)
+    print(table)
+    return status
+
+
 def _run(args) -> int:
     from . import compiler
     from . import api
+    if args.command == "verify":
+        return _verify(args)
     if args.command == "list":
         from .flow import list_keys, load_module
         from . import flows  # noqa: F401 (registers the shipped flows)
