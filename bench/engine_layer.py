@@ -32,15 +32,9 @@ import torch
 import triton.testing
 
 import vortex
+from bench_indexer import copy_bandwidth   # bench/: bytes/s, read + write
 from vortex.integrations.transformers import PagedVortex
 from vortex.runtime import chain_launches_default
-
-
-def copy_bandwidth():
-    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    ms = triton.testing.do_bench(lambda: b.copy_(a), rep=200)
-    return 2 * a.numel() / (ms * 1e-3)
 
 
 def graph_ms(fn):

@@ -59,16 +59,19 @@ def grid(base: FlowConfig, groups: Sequence[int] = GROUPS,
     return out
 
 
-def _lower(opt: str, text: str) -> str:
-    """The first diagnostic of a back end that fails ('' when both lower)."""
+def lower(opt: str, text: str) -> List[str]:
+    """Verified IR through both back ends (`opt` is vortex-opt): one
+    "flag: diagnostics" entry for each that fails (none when both
+    lower)."""
+    out = []
     for flag in BACK_ENDS:
         proc = subprocess.run([opt, "-", "-o", "/dev/null", flag],
                               input=text, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
         if proc.returncode != 0 or proc.stderr.strip():
-            first = (proc.stderr.strip() or f"exit {proc.returncode}")
-            return f"{flag}: {first.splitlines()[0]}"
-    return ""
+            out.append(f"{flag}: " + (proc.stderr.strip() or
+                                      f"exit {proc.returncode}"))
+    return out
 
 
 def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
@@ -86,8 +89,9 @@ def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
             lines = [ln for ln in str(err).splitlines() if ln.strip()]
             located = next((ln for ln in lines if "error:" in ln), lines[0])
             return Outcome(label, "refused", located.strip())
-        diag = _lower(opt, text)
-        return Outcome(label, "FAILS", diag) if diag else Outcome(label, "ok")
+        diags = lower(opt, text)
+        return Outcome(label, "FAILS", diags[0].splitlines()[0]) if diags \
+            else Outcome(label, "ok")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, points))

@@ -177,3 +177,16 @@ def unknown_op(module: str, name: str) -> type:
                       "custom ops (its registry of Schedule.S kernels) have "
                       "no vortex counterpart"})
     return _UNKNOWN[key]
+
+
+def unknown_op_getattr(module: str):
+    """The module `__getattr__` of `module` (vortex.indexer, vortex.cache):
+    a capitalized name it does not have (a vortex_torch custom op, a
+    misspelling) imports as `unknown_op(module, name)`, so building it
+    raises UnsupportedOpError with the flow, the op and the line, never a
+    bare ImportError; any other name is an AttributeError."""
+    def __getattr__(name: str):
+        if name[:1].isupper():
+            return unknown_op(module, name)
+        raise AttributeError(f"module '{module}' has no attribute {name!r}")
+    return __getattr__

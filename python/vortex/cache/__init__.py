@@ -10,7 +10,7 @@ the op returns. As in vortex_torch there is no Sum, GeMV, Transpose or Kron
 on the cache side. LearnedDescriptor exists by name only.
 """
 
-from ..abs.op import UnsupportedOp, unknown_op
+from ..abs.op import UnsupportedOp, unknown_op_getattr
 from ..indexer.context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Exp, Log, Maximum, Minimum,
                           Multiply, Relu, Sigmoid, Silu, WhereEqual,
@@ -36,11 +36,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """An op name this module does not have (a vortex_torch custom op, a
-    misspelling): importing it works, building it raises UnsupportedOpError
-    with the flow, the op and the line (abs.op.unknown_op), never a bare
-    ImportError."""
-    if name[:1].isupper():
-        return unknown_op("vortex.cache", name)
-    raise AttributeError(f"module 'vortex.cache' has no attribute {name!r}")
+# An op name this module lacks imports and raises, named, when built.
+__getattr__ = unknown_op_getattr(__name__)

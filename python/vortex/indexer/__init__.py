@@ -9,7 +9,7 @@ LearnedQuery and MetaData
 exist by name only (the dialect has no counterpart): building one raises.
 """
 
-from ..abs.op import unknown_op
+from ..abs.op import unknown_op_getattr
 from .context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Elementwise, Elementwise_Binary,
                           Exp, Log, Maximum, Minimum, Multiply, Relu, Sigmoid,
@@ -35,11 +35,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """An op name this module does not have (a vortex_torch custom op, a
-    misspelling): importing it works, building it raises UnsupportedOpError
-    with the flow, the op and the line (abs.op.unknown_op), never a bare
-    ImportError."""
-    if name[:1].isupper():
-        return unknown_op("vortex.indexer", name)
-    raise AttributeError(f"module 'vortex.indexer' has no attribute {name!r}")
+# An op name this module lacks imports and raises, named, when built.
+__getattr__ = unknown_op_getattr(__name__)

@@ -323,21 +323,15 @@ class PagedVortex:
     def _write_kv(self, pool, rows, key, value, pick=None) -> None:
         """K/V of the step's tokens `pick` (positions on the engine's token
         axis; None: all) into the pool rows `rows` (token-major, then KV
-        head)."""
+        head): per tensor, the tokens gathered token-major in one launch
+        and scattered in another (a per-layer cost on every decode path)."""
         D = self.head_dim
         for name, x in (("k", key), ("v", value)):
             flat = pool[name].view(-1, D)
-            x = x[0] if pick is None else x[0][:, pick]
-            flat[rows] = x.transpose(0, 1).reshape(-1, D).to(flat.dtype)
-
-    def _write_kv_rows(self, pool, rows, key, value, pick) -> None:
-        """_write_kv for the static path: the tokens `pick` gathered
-        token-major in one launch, scattered in another, per tensor."""
-        D = self.head_dim
-        for name, x in (("k", key), ("v", value)):
-            flat = pool[name].view(-1, D)
-            x = torch.index_select(x[0].transpose(0, 1), 0, pick)
-            flat.index_copy_(0, rows, x.view(-1, D).to(flat.dtype))
+            x = x[0].transpose(0, 1)                     # [tokens, H, D]
+            if pick is not None:
+                x = torch.index_select(x, 0, pick)
+            flat.index_copy_(0, rows, x.reshape(-1, D).to(flat.dtype))
 
     # -- the call ----------------------------------------------------------------
     def __call__(self, module, query, key, value, attention_mask,
@@ -403,7 +397,7 @@ class PagedVortex:
             return query.is_cuda and not self.saved
         return self.static_decode
 
-    def _static_plan(self, layer, table, ck, cq, H, tokens):
+    def _static_plan(self, layer, table, ck, cq, H, tokens, dtype):
         """The step's static decode plan, the same for every layer: built
         by the first layer's call and reused by the later layers of the same
         forward (a captured graph replays its kernels once a step). A call
@@ -459,7 +453,7 @@ class PagedVortex:
             dst=torch.where(valid, qpos, tokens),
             # q of every row (the spare CSR row's stays 0), and the
             # selection's CSR: written in place by every layer.
-            q=torch.zeros(R + 1, G, D, dtype=self._kv_dtype, device=dev),
+            q=torch.zeros(R + 1, G, D, dtype=dtype, device=dev),
             sparse_indptr=torch.zeros_like(indptr),
             sparse_indices=torch.zeros_like(indices),
             counts=torch.stack([valid.sum() * H, indptr[R].to(torch.int64)]))
@@ -480,11 +474,10 @@ class PagedVortex:
         their destinations directly."""
         pool, H = self._cache(module, cache)
         N = table.shape[0]
-        self._kv_dtype = pool["k"].dtype
         p = self._static_plan(module.layer_idx, table, ck, cq, H,
-                              query.shape[2])
+                              query.shape[2], pool["k"].dtype)
         R, q = p["R"], p["q"]
-        self._write_kv_rows(pool, p["rows"], key, value, p["src"])
+        self._write_kv(pool, p["rows"], key, value, p["src"])
         self.flow.cache_step(pool, p["block_ids"])
         rows_q = q[:R].view(N, -1, self.head_dim)
         if query.dtype == q.dtype:

@@ -33,7 +33,6 @@
 
 import itertools
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,6 +41,7 @@ import torch
 import vortex
 from vortex import cache as C
 from vortex import indexer as I
+from vortex import sweep
 from vortex.abs import Parameter
 from vortex.compiler import find_tool
 from vortex.flow import vFlow
@@ -192,15 +192,7 @@ def trtllm_on(name):
 
 def lower(text):
     """The diagnostics of both back ends ('' when both lower)."""
-    out = []
-    for flags in (["--vortex-to-cpu"], ["--vortex-nvvm-stage-lower"]):
-        proc = subprocess.run([OPT, "-", "-o", "/dev/null", *flags],
-                              input=text, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-        if proc.returncode != 0 or proc.stderr.strip():
-            out.append(f"{flags[0]}: " + (proc.stderr.strip() or
-                                          f"exit {proc.returncode}"))
-    return "\n".join(out)
+    return "\n".join(sweep.lower(OPT, text))
 
 
 def cases():

@@ -20,18 +20,21 @@
 #   a bad create_cache.
 
 import os
+import sys
 
 import vortex
 from vortex import cache as C
 from vortex import indexer as I
 from vortex import testing
-from vortex.flow import vFlow
 # An op of vortex_torch's custom-op registry: the import works, building it
 # raises the named error (never a bare ImportError).
 from vortex.indexer import GTGroupScore
 from vortex.frontend import (FlowArgumentError, FlowTraceError,
                              FlowVerifyError, MissingFieldError, OpReuseError,
                              TorchInFlowError, UnsupportedOpError)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from centroid_base import Base  # noqa: E402
 
 tally = testing.Tally()
 HERE = os.path.abspath(__file__)
@@ -42,27 +45,6 @@ def line_of(marker):
     """The line of this file that carries `# <marker>`."""
     return 1 + next(i for i, l in enumerate(SOURCE)
                     if l.rstrip().endswith("# " + marker))
-
-
-class Base(vFlow):
-    """A valid centroid flow; subclasses override one piece."""
-
-    def __init__(self):
-        super().__init__()
-        self.mean = I.Mean(dim=1)
-        self.gemm = I.GeMM()
-        self.topk = I.topK()
-        self.reduction = C.Mean(dim=1)
-
-    def create_cache(self, block_size, head_dim):
-        return {"centroids": (1, head_dim)}
-
-    def forward_cache(self, cache, loc, ctx):
-        self.reduction(cache["k"], cache["centroids"], loc=loc, ctx=ctx)
-
-    def forward_indexer(self, q, o, cache, ctx):
-        score = self.gemm(self.mean(q, ctx=ctx), cache["centroids"], ctx=ctx)
-        self.topk(score, o, ctx=ctx)
 
 
 class SaveIntoRagged(Base):

@@ -7,15 +7,16 @@
 # mistakes that need no torch.
 
 import os
+import sys
 
 import torch
 
 import vortex
-from vortex import cache as C
-from vortex import indexer as I
 from vortex import testing
-from vortex.flow import vFlow
 from vortex.frontend import TorchInFlowError
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from centroid_base import Base  # noqa: E402
 
 tally = testing.Tally()
 HERE = os.path.abspath(__file__)
@@ -23,19 +24,7 @@ LINE = 1 + next(i for i, l in enumerate(open(HERE).read().splitlines())
                 if l.rstrip().endswith("# torch_fn"))
 
 
-class TorchFunction(vFlow):
-    def __init__(self):
-        super().__init__()
-        self.gemm = I.GeMM()
-        self.topk = I.topK()
-        self.reduction = C.Mean(dim=1)
-
-    def create_cache(self, block_size, head_dim):
-        return {"centroids": (1, head_dim)}
-
-    def forward_cache(self, cache, loc, ctx):
-        self.reduction(cache["k"], cache["centroids"], loc=loc, ctx=ctx)
-
+class TorchFunction(Base):
     def forward_indexer(self, q, o, cache, ctx):
         q_mean = torch.mean(q, dim=1, keepdim=True)  # torch_fn
         self.topk(self.gemm(q_mean, cache["centroids"], ctx=ctx), o, ctx=ctx)
