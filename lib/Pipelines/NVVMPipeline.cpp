@@ -175,6 +175,8 @@ void vortex::buildVortexNVVMLowerStage(
   // bf16 mma.sync needs sm_80; older chips keep the fused multiply-adds.
   toGPU.envelopeMMA = options.envelopeMMA &&
                       parseSMVersion(options.chip).value_or(0) >= 80;
+  toGPU.attendMMA = options.attendMMA &&
+                    parseSMVersion(options.chip).value_or(0) >= 80;
   toGPU.topkThreads = options.topkThreads;
   toGPU.topkValueBins = options.topkValueBins;
   toGPU.topkSavesMinRows = options.topkSavesMinRows;

@@ -135,6 +135,13 @@ static cl::opt<bool> topkValueBins(
              "faster, docs/gpu.md)"),
     cl::init(true), cl::cat(category));
 
+static cl::opt<bool> attendMMA(
+    "attend-mma",
+    cl::desc("Run the attend split kernel's dot products on tensor cores "
+             "where its shape fits (default; =false: CUDA cores, "
+             "docs/gpu.md, \"Attention\")"),
+    cl::init(true), cl::cat(category));
+
 static cl::opt<int64_t> topkSavesMinRows(
     "topk-saves-min-rows",
     cl::desc("A saved score the top-k selects on is stored by the top-k in "
@@ -735,6 +742,7 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   options.topkThreads = topkThreads;
   options.topkValueBins = topkValueBins;
   options.topkSavesMinRows = topkSavesMinRows;
+  options.attendMMA = attendMMA;
   options.kernelCache = kernelCache;
   if (failed(resolvePrebuiltKernels(options.prebuiltKernels)))
     return failure();

@@ -133,6 +133,11 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "m16n8k16, sm_80+) when x is a per-row input of up to 8 rows "
            "used by nothing else (false: fused multiply-adds; docs/gpu.md, "
            "\"Envelope sums on tensor cores\")">,
+    Option<"attendMMA", "attend-mma", "bool", "true",
+           "run the attend split kernel's q.k and p.v on tensor cores "
+           "(mma.sync m16n8k16, sm_80+) for bf16 q, k and v, head_dim 64 "
+           "or 128 and up to 16 query heads a row (false: fused "
+           "multiply-adds on CUDA cores; docs/gpu.md, \"Attention\")">,
     Option<"attend", "attend", "std::string", "\"auto\"",
            "the attend step's kernels (docs/gpu.md, \"Attention\"): "
            "auto (for a flow whose shape they support; the manifest of "

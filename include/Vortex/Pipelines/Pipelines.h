@@ -93,6 +93,12 @@ struct VortexNVVMPipelineOptions
                      "(mma.sync; convert-vortex-to-gpu, taken only on "
                      "sm_80 and newer)"),
       llvm::cl::init(true)};
+  Option<bool> attendMMA{
+      *this, "attend-mma",
+      llvm::cl::desc("Run the attend split kernel's dot products on tensor "
+                     "cores where its shape fits (mma.sync; "
+                     "convert-vortex-to-gpu, taken only on sm_80 and newer)"),
+      llvm::cl::init(true)};
   Option<int64_t> topkThreads{
       *this, "topk-threads",
       llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "

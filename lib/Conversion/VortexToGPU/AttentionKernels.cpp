@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionCommon.h"
 #include "Collectives.h"
 
 #include <cmath>
@@ -31,8 +32,6 @@ constexpr int64_t kLaneElems = 8;
 constexpr int64_t kTokensPerGroup = 4;
 /// Heads a pass holds in registers (q and the accumulators: 16 per head).
 constexpr int64_t kMaxHeadsPerPass = 8;
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 struct AttendPlan {
   AttendShape shape;
@@ -64,12 +63,6 @@ struct AttendPlan {
   bool partialPass() const { return passes * headsPerPass != heads; }
 };
 
-Value negInf(Gen &g) { return g.f32(-INFINITY); }
-Value isNegInf(Gen &g, Value x) {
-  return g.cmpF(arith::CmpFPredicate::OEQ, x, negInf(g));
-}
-Value exp2(Gen &g, Value x) { return math::Exp2Op::create(g.b, g.loc, x); }
-
 /// A lane's 8 elements of the row at element `base`, in storage.
 Value loadRaw(Gen &g, Value memref, Value base, Type storage,
               bool nontemporal) {
@@ -93,21 +86,24 @@ SmallVector<Value> loadLane(Gen &g, Value memref, Value base, Type storage,
   return widen(g, loadRaw(g, memref, base, storage, nontemporal));
 }
 
-Value xorShuffle(Gen &g, Value v, int64_t offset) {
+} // namespace
+
+Value mlir::vortex::gpugen::negInf(Gen &g) { return g.f32(-INFINITY); }
+Value mlir::vortex::gpugen::isNegInf(Gen &g, Value x) {
+  return g.cmpF(arith::CmpFPredicate::OEQ, x, negInf(g));
+}
+Value mlir::vortex::gpugen::exp2(Gen &g, Value x) {
+  return math::Exp2Op::create(g.b, g.loc, x);
+}
+Value mlir::vortex::gpugen::xorShuffle(Gen &g, Value v, int64_t offset) {
   return gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
                                 gpu::ShuffleMode::XOR)
       .getShuffleResult();
 }
 
-/// The bounds of row `r`: its CSR range clamped to [0, total] (a malformed
-/// indptr reads nothing outside kv_indices) and its token count.
-struct AttendRow {
-  Value start, n, len;
-};
-
-AttendRow attendRow(Gen &g, const AttendPlan &p, Value indptr, Value lastLen,
-                    Value r, Value total, Value numBlocks) {
-  int64_t bs = p.shape.blockSize;
+AttendRow mlir::vortex::gpugen::attendRow(Gen &g, int64_t bs, Value indptr,
+                                          Value lastLen, Value r, Value total,
+                                          Value numBlocks) {
   Value s = g.toIndex(g.load(indptr, r));
   Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
   Value start = g.minU(s, total), end = g.minU(e, total);
@@ -121,6 +117,69 @@ AttendRow attendRow(Gen &g, const AttendPlan &p, Value indptr, Value lastLen,
   Value len = g.select(none, g.idx(0), g.add(full, last));
   return {start, n, len};
 }
+
+std::pair<Value, Value>
+mlir::vortex::gpugen::splitTokens(Gen &g, const AttendRow &row, int64_t bs,
+                                  Value splits, Value split) {
+  Value perSplit = g.ceilDiv(row.n, splits);
+  Value tBeg = g.minI(g.mul(g.mul(split, perSplit), g.idx(bs)), row.len);
+  Value tEnd = g.minI(g.add(tBeg, g.mul(perSplit, g.idx(bs))), row.len);
+  return {tBeg, tEnd};
+}
+
+void mlir::vortex::gpugen::mergeGroupsAndStore(
+    Gen &g, const AttendShape &shape, const SplitArgs &a,
+    const GroupStates &st, Value h0, Value r, Value split, Value tid,
+    int64_t threads) {
+  int64_t hp = st.slotHeads, d = shape.headDim;
+  int64_t heads = shape.queryTokens * shape.groupSize;
+  Value smM = st.m, smL = st.l, smAcc = st.acc;
+  // Merge the groups: thread-strided over (head, column).
+  Value slots = g.divU(g.extent(a.partialLse), g.idx(heads));
+  Value slot = g.add(g.mul(r, a.splits), split);
+  Value single = g.cmpI(arith::CmpIPredicate::eq, a.splits, g.idx(1));
+  strided(g, g.idx(0), g.idx(hp * d), tid, threads, {},
+          [&](Gen &x, Value pos, ValueRange) -> SmallVector<Value> {
+            Value h = x.divU(pos, x.idx(d)), c = x.remU(pos, x.idx(d));
+            Value mMax = negInf(x);
+            for (int64_t gr = 0; gr < st.groups; ++gr)
+              mMax = x.maxF(mMax, x.load(smM, x.add(x.idx(gr * hp), h)));
+            Value lSum = x.f32(0.0), oSum = x.f32(0.0);
+            for (int64_t gr = 0; gr < st.groups; ++gr) {
+              Value sl = x.add(x.idx(gr * hp), h);
+              Value mg = x.load(smM, sl);
+              Value w = x.select(isNegInf(x, mg), x.f32(0.0),
+                                 exp2(x, x.subF(mg, mMax)));
+              lSum = math::FmaOp::create(x.b, x.loc, w, x.load(smL, sl), lSum);
+              Value av = x.load(
+                  smAcc, x.add(x.mul(sl, x.idx(st.accStride)), c));
+              oSum = math::FmaOp::create(x.b, x.loc, w, av, oSum);
+            }
+            Value has = x.cmpF(arith::CmpFPredicate::OGT, lSum, x.f32(0.0));
+            Value val = x.select(has, x.divF(oSum, lSum), x.f32(0.0));
+            Value lg = math::Log2Op::create(x.b, x.loc, lSum);
+            Value lse = x.select(
+                has, x.mulF(x.addF(mMax, lg), x.f32(kLn2)), negInf(x));
+            Value head = x.add(h0, h);
+            Value ok = x.lt(head, x.idx(heads));
+            Value first = x.cmpI(arith::CmpIPredicate::eq, c, x.idx(0));
+            x.ifThen(x.andI(ok, single), [&](Gen &y) {
+              Value oh = y.add(y.mul(r, y.idx(heads)), head);
+              y.store(y.fromF32(val, shape.qType), a.o,
+                      y.add(y.mul(oh, y.idx(d)), c));
+              y.ifThen(first, [&](Gen &z) { z.store(lse, a.lse, oh); });
+            });
+            Value fits = x.andI(x.notI(single), x.lt(slot, slots));
+            x.ifThen(x.andI(ok, fits), [&](Gen &y) {
+              Value sh = y.add(y.mul(slot, y.idx(heads)), head);
+              y.store(val, a.partialO, y.add(y.mul(sh, y.idx(d)), c));
+              y.ifThen(first, [&](Gen &z) { z.store(lse, a.partialLse, sh); });
+            });
+            return {};
+          });
+}
+
+namespace {
 
 /// What one pass of a split CTA works on.
 struct PassState {
@@ -293,12 +352,6 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
   return out;
 }
 
-/// Buffers and indices of the split kernel.
-struct SplitArgs {
-  Value q, k, v, indptr, indices, lastLen, smScale, o, lse, partialO,
-      partialLse, splits;
-};
-
 /// One pass over heads [h0, h0 + headsPerPass): the groups' loop, their
 /// merge in shared memory and the stores.
 void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
@@ -382,49 +435,9 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
                     g.add(st.col, g.idx(e))));
   gpu::BarrierOp::create(g.b, g.loc);
 
-  // Merge the groups: thread-strided over (head, column).
-  Value slots = g.divU(g.extent(a.partialLse), g.idx(heads));
-  Value slot = g.add(g.mul(r, a.splits), split);
-  Value single = g.cmpI(arith::CmpIPredicate::eq, a.splits, g.idx(1));
-  strided(g, g.idx(0), g.idx(hp * d), tid, kThreads, {},
-          [&](Gen &x, Value pos, ValueRange) -> SmallVector<Value> {
-            Value h = x.divU(pos, x.idx(d)), c = x.remU(pos, x.idx(d));
-            Value mMax = negInf(x);
-            for (int64_t gr = 0; gr < p.groups; ++gr)
-              mMax = x.maxF(mMax, x.load(smM, x.add(x.idx(gr * hp), h)));
-            Value lSum = x.f32(0.0), oSum = x.f32(0.0);
-            for (int64_t gr = 0; gr < p.groups; ++gr) {
-              Value sl = x.add(x.idx(gr * hp), h);
-              Value mg = x.load(smM, sl);
-              Value w = x.select(isNegInf(x, mg), x.f32(0.0),
-                                 exp2(x, x.subF(mg, mMax)));
-              lSum = math::FmaOp::create(x.b, x.loc, w, x.load(smL, sl), lSum);
-              Value av = x.load(
-                  smAcc, x.add(x.mul(sl, x.idx(p.paddedDim)), c));
-              oSum = math::FmaOp::create(x.b, x.loc, w, av, oSum);
-            }
-            Value has = x.cmpF(arith::CmpFPredicate::OGT, lSum, x.f32(0.0));
-            Value val = x.select(has, x.divF(oSum, lSum), x.f32(0.0));
-            Value lg = math::Log2Op::create(x.b, x.loc, lSum);
-            Value lse = x.select(
-                has, x.mulF(x.addF(mMax, lg), x.f32(kLn2)), negInf(x));
-            Value head = x.add(h0, h);
-            Value ok = x.lt(head, x.idx(heads));
-            Value first = x.cmpI(arith::CmpIPredicate::eq, c, x.idx(0));
-            x.ifThen(x.andI(ok, single), [&](Gen &y) {
-              Value oh = y.add(y.mul(r, y.idx(heads)), head);
-              y.store(y.fromF32(val, p.shape.qType), a.o,
-                      y.add(y.mul(oh, y.idx(d)), c));
-              y.ifThen(first, [&](Gen &z) { z.store(lse, a.lse, oh); });
-            });
-            Value fits = x.andI(x.notI(single), x.lt(slot, slots));
-            x.ifThen(x.andI(ok, fits), [&](Gen &y) {
-              Value sh = y.add(y.mul(slot, y.idx(heads)), head);
-              y.store(val, a.partialO, y.add(y.mul(sh, y.idx(d)), c));
-              y.ifThen(first, [&](Gen &z) { z.store(lse, a.partialLse, sh); });
-            });
-            return {};
-          });
+  mergeGroupsAndStore(g, p.shape, a,
+                      {smM, smL, smAcc, p.groups, hp, p.paddedDim}, h0, r,
+                      split, tid, kThreads);
   // The next pass reuses the shared buffers.
   gpu::BarrierOp::create(g.b, g.loc);
 }
@@ -450,11 +463,8 @@ void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
                       : col;
   Value total = g.extent(a.indices);
   Value numBlocks = g.divU(g.extent(a.k), g.idx(bs * d));
-  AttendRow row = attendRow(g, p, a.indptr, a.lastLen, r, total, numBlocks);
-  // Split `split` of `splits` takes whole blocks.
-  Value perSplit = g.ceilDiv(row.n, a.splits);
-  Value tBeg = g.minI(g.mul(g.mul(split, perSplit), g.idx(bs)), row.len);
-  Value tEnd = g.minI(g.add(tBeg, g.mul(perSplit, g.idx(bs))), row.len);
+  AttendRow row = attendRow(g, bs, a.indptr, a.lastLen, r, total, numBlocks);
+  auto [tBeg, tEnd] = splitTokens(g, row, bs, a.splits, split);
   PassState st{p,    a.k, a.v,     a.indices, row.start, numBlocks, tBeg,
                tEnd, col, colLoad, gi,        {},        {},        {},
                {}};
@@ -642,7 +652,10 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
     for (auto [i, slot] : llvm::enumerate(slots))
       *slot = split.getArgument(i);
     a.splits = g.maxI(g.toIndex(a.splits), g.idx(1));
-    emitSplitBody(g, split, p, a);
+    if (ctx.attendMMA && attendMMAFits(shape))
+      emitSplitBodyMMA(g, split, shape, a, p.streaming);
+    else
+      emitSplitBody(g, split, p, a);
     gpu::ReturnOp::create(b, loc);
   }
   recordRowKernel(ctx, split, kThreads, params,

@@ -155,6 +155,8 @@ struct FlowContext {
   bool sectorSlices = true;
   /// Envelope sums of bf16 rows on tensor cores (EnvelopeMMA.cpp).
   bool envelopeMMA = true;
+  /// The attend split kernel on tensor cores where it fits (AttentionMMA.cpp).
+  bool attendMMA = true;
   int64_t threads;
   /// Blocks a group handles per iteration of the persistent loop (at most).
   int64_t itemsPerIteration = 1;

@@ -123,7 +123,7 @@ struct KernelOptions {
   bool hoist;
   int64_t topkCtasPerSM, topkThreads;
   bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices,
-      envelopeMMA;
+      envelopeMMA, attendMMA;
   int64_t topkSavesMinRows;
   /// The attend option: "auto", "on" or "off".
   StringRef attend;
@@ -233,6 +233,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.streamingLoads = options.streamingLoads;
   ctx.sectorSlices = options.sectorSlices;
   ctx.envelopeMMA = options.envelopeMMA;
+  ctx.attendMMA = options.attendMMA;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -337,8 +338,8 @@ struct ConvertVortexToGPUPass
     KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
                           hoist,     topkCtasPerSM, topkThreads,
                           topkValueBins, envelopeIdentity, streamingLoads,
-                          sectorSlices,  envelopeMMA,      topkSavesMinRows,
-                          attend};
+                          sectorSlices,  envelopeMMA,      attendMMA,
+                          topkSavesMinRows, attend};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

@@ -1,16 +1,25 @@
-// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="attend-mma=false" | FileCheck %s
+// RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu | FileCheck %s --check-prefix=MMA
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="attend=off" | FileCheck %s --check-prefix=OFF
+// The vortex-to-nvvm option reaches the pass, and sm_75 (no bf16 mma.sync)
+// keeps the CUDA-core kernel.
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="attend-mma=false" | FileCheck %s --check-prefix=NVVM-OFF
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="chip=sm_75" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // The PTX assembles, and the manifest records the attend step.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t && split-file %s %t
 // RUN: vortex-compile %t/bf16.mlir --target=sm_90 -o %t/out
 // RUN: vortex-compile %t/e4m3.mlir --target=sm_90 -o %t/out
+// RUN: vortex-compile %t/att_t2.mlir --target=sm_90 -o %t/out
+// RUN: vortex-compile %t/att_h20.mlir --target=sm_90 -o %t/out
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/out/att_bf16.manifest.json
 // RUN: od -An -c -N4 %t/out/att_e4m3.cubin | FileCheck %s --check-prefix=ELF
 
 // The attend step (docs/gpu.md, "Attention"): a split kernel of one CTA per
-// (row, split) and a combine kernel. A group of 16 lanes holds a D = 128
+// (row, split) and a combine kernel. On CUDA cores (attend-mma=false; the
+// CHECK lines) a group of 16 lanes holds a D = 128
 // row, 16 bytes a lane; each K and V row is loaded once, for all 8 heads of
 // the row: the first iteration's 4 tokens before the loop, the next
 // iteration's 4 in each iteration (prefetch), and no other K/V load. The
@@ -65,6 +74,33 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: math.log2
 // CHECK: gpu.return
 
+// On tensor cores (the default for bf16, D 128, 8 heads; the MMA lines):
+// each lane reads its head row's q in K's column order (4 loads), the
+// first tile's K (2 tokens x 4) and V (4 tokens x 2) rows before the loop
+// and the next tile's in each iteration; s = q k^T is 2 x 8 mma, the row
+// max reduces over the 4 lanes of a quad, and p v is 16 mma, one per 8
+// columns; the warps' states merge through shared memory.
+// MMA-LABEL: gpu.func @att_bf16_attend_split(
+// MMA-SAME: known_block_size = array<i32: 128, 1, 1>
+// MMA-COUNT-4: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// MMA: scf.if
+// MMA-COUNT-16: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// MMA-NOT: vector.load
+// MMA: scf.for
+// MMA-COUNT-16: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// MMA-NOT: vector.load
+// MMA-COUNT-16: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// MMA: gpu.shuffle xor %{{.+}}, %c1_i32
+// MMA: gpu.shuffle xor %{{.+}}, %c2_i32
+// MMA: math.exp2
+// MMA: vector.shuffle
+// MMA-COUNT-16: nvvm.mma.sync
+// MMA-NOT: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: gpu.barrier
+// MMA: math.log2
+// MMA: gpu.return
+
 // CHECK-LABEL: gpu.func @att_bf16_attend_combine(
 // CHECK-SAME: %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: i32)
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
@@ -83,6 +119,13 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // OFF-NOT: _attend_
 
+// NVVM-LABEL: llvm.func @att_bf16_attend_split(
+// NVVM: nvvm.mma.sync
+// NVVM-LABEL: llvm.func @att_bf16_attend_combine(
+// NVVM-OFF-LABEL: llvm.func @att_bf16_attend_split(
+// NVVM-OFF-NOT: nvvm.mma.sync
+// NVVM-OFF-LABEL: llvm.func @att_bf16_attend_combine(
+
 // MANIFEST: "attend": {
 // MANIFEST-NEXT: "args": [
 // MANIFEST-NEXT: "q",
@@ -97,7 +140,8 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // MANIFEST: "kind": "row_splits"
 // MANIFEST: "kernel": "att_bf16_attend_split"
 // MANIFEST: "name": "kv_splits"
-// MANIFEST: "shared_bytes": 33280
+// The tensor-core split kernel: m, l and o of 4 warps x 8 heads, f32.
+// MANIFEST: "shared_bytes": 16640
 // MANIFEST: "kind": "rows"
 // MANIFEST: "kernel": "att_bf16_attend_combine"
 // MANIFEST: "name": "kv_splits"
@@ -151,3 +195,83 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK-LABEL: gpu.func @att_e4m3_attend_combine(
 
 // ELF: 177 E L F
+
+// fp8 stays on CUDA cores.
+// MMA-LABEL: gpu.func @att_e4m3_attend_split(
+// MMA-NOT: nvvm.mma.sync
+// MMA: gpu.return
+
+
+// -----
+
+// D 64, G 8 and T 2: 16 heads fill the mma's M side, rows g and g + 8 of
+// q both load (2 vectors each), and a tile's loads are not carried across
+// iterations (the registers hold the second row instead): s is 2 x 4 mma,
+// p v 8.
+
+//--- att_t2.mlir
+!kv = !vortex.vtensor<?x8x64xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x16x64xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x64xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x64xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x64xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @att_t2
+    config = #vortex.config<block_size = 8, page_size = 8, head_dim = 64,
+        group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 64])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// MMA-LABEL: gpu.func @att_t2_attend_split(
+// MMA-COUNT-4: vector.load %{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// MMA: scf.for
+// MMA-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
+// MMA-NOT: vector.load
+// MMA-COUNT-8: nvvm.mma.sync A[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+// MMA: math.exp2
+// MMA-COUNT-8: nvvm.mma.sync
+// MMA-NOT: nvvm.mma.sync
+// MMA: gpu.return
+
+// -----
+
+// 20 query heads (G 5, T 4) outgrow the mma's M side: CUDA cores.
+
+//--- att_h20.mlir
+!kv = !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x20x128xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!c  = !vortex.vtensor<?x1x128xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @att_h20
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
+        group_size = 5, topk_val = 4, topk_ratio = 0.0 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 128])
+cache(%k: !kv, %v: !kv, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
+  %qm = vortex.mean %q {dim = 1 : i64} : !q -> !qm
+  %s = vortex.gemm %qm, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// MMA-LABEL: gpu.func @att_h20_attend_split(
+// MMA-NOT: nvvm.mma.sync
+// MMA: gpu.return
