@@ -531,6 +531,18 @@ FailureOr<KernelPlan> mlir::vortex::gpugen::planWorkloadKernel(
   return std::move(planner.plan);
 }
 
+LogicalResult mlir::vortex::gpugen::reportWorkloadPlan(FlowContext &ctx,
+                                                       Operation *op,
+                                                       StringRef name,
+                                                       bool indexerSide) {
+  FailureOr<KernelPlan> plan = planWorkloadKernel(ctx, op, indexerSide);
+  if (failed(plan))
+    return failure();
+  op->emitRemark("plan of @")
+      << name << ": " << planAttr(op->getContext(), ctx, *plan);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // What the plan decides per load, and its records
 //===----------------------------------------------------------------------===//
