@@ -142,7 +142,13 @@ def ConvertVortexToGPU : Pass<"convert-vortex-to-gpu", "::mlir::ModuleOp"> {
            "the attend step's kernels (docs/gpu.md, \"Attention\"): "
            "auto (for a flow whose shape they support; the manifest of "
            "any other has no attend step), on (a flow they do not support "
-           "is refused with a diagnostic) or off">
+           "is refused with a diagnostic) or off">,
+    Option<"planOnly", "plan-only", "bool", "false",
+           "plan each workload kernel and report its plan (what its "
+           "vortex.plan would record) as a remark at its op instead of "
+           "emitting it; the other kernels are built for the buffers the "
+           "plans read, then dropped, and the flow is left as it was (a "
+           "test of the planner)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

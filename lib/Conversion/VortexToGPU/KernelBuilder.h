@@ -188,6 +188,11 @@ LogicalResult emitIndexerWorkloadKernel(FlowContext &ctx, Operation *op,
 /// Emits the kernel of one cache-side vortex.kernel (or lone op).
 LogicalResult emitCacheKernel(FlowContext &ctx, Operation *op,
                               StringRef name);
+/// Plans the workload kernel `name` of `op` (a score kernel when
+/// `indexerSide`) and reports the plan as a remark at `op`, emitting
+/// nothing (convert-vortex-to-gpu plan-only).
+LogicalResult reportWorkloadPlan(FlowContext &ctx, Operation *op,
+                                 StringRef name, bool indexerSide);
 /// Emits the per-row scan kernel of a softmax, normalize, conv1d or a
 /// reduction over dim 0.
 LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,

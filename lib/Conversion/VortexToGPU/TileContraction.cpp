@@ -13,7 +13,7 @@ using namespace mlir::vortex::gpugen;
 
 static bool isContraction(Operation *op) { return isa<GeMMOp, GeMVOp>(op); }
 
-static FailureOr<TileLayout> layoutContraction(const TileBuilder &tb,
+static FailureOr<TileLayout> layoutContraction(const LaneLayout &tb,
                                                Operation *op,
                                                ArrayRef<TileShape> operands) {
   return tb.contractLayout(operands[0], operands[1],

@@ -15,7 +15,7 @@ static bool isElementwise(Operation *op) {
   return isa<UnaryElementwiseOpInterface, BinaryElementwiseOpInterface>(op);
 }
 
-static FailureOr<TileLayout> layoutElementwise(const TileBuilder &tb,
+static FailureOr<TileLayout> layoutElementwise(const LaneLayout &tb,
                                                Operation *op,
                                                ArrayRef<TileShape> operands) {
   FailureOr<TileShape> shape =

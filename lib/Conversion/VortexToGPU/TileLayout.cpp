@@ -20,7 +20,7 @@ static bool isLayoutOp(Operation *op) {
 
 /// kron over rows or columns of replicated tiles; over rows, a distributed
 /// operand needs the other distributed too, or one column wide.
-static FailureOr<TileShape> kronShape(const TileBuilder &tb, KronOp kron,
+static FailureOr<TileShape> kronShape(const LaneLayout &tb, KronOp kron,
                                       const TileShape &x, const TileShape &y) {
   bool cols = llvm::is_contained(kron.getDims(), 2);
   if (cols && (x.distributed || y.distributed))
@@ -33,7 +33,7 @@ static FailureOr<TileShape> kronShape(const TileBuilder &tb, KronOp kron,
   return out;
 }
 
-static FailureOr<TileLayout> layoutLayoutOp(const TileBuilder &tb,
+static FailureOr<TileLayout> layoutLayoutOp(const LaneLayout &tb,
                                             Operation *op,
                                             ArrayRef<TileShape> operands) {
   VTensorType rt = TileBuilder::resultTypeOf(op);

@@ -41,7 +41,7 @@ Value TileBuilder::loadLaneRuns(Value memref, Value base, const TileShape &t,
   return row;
 }
 
-TileShape TileBuilder::shapeOf(VTensorType type, bool distributed) const {
+TileShape LaneLayout::shapeOf(VTensorType type, bool distributed) const {
   TileShape t;
   t.d0 = computeExtent(type, 1);
   t.d1 = computeExtent(type, 2);
@@ -78,9 +78,9 @@ TileRef TileBuilder::lower(Operation *op) {
   return family ? family->lower(*this, op) : nullptr;
 }
 
-FailureOr<TileLayout> TileBuilder::layoutOf(Operation *op,
-                                            ArrayRef<TileShape> operands,
-                                            bool &known) const {
+FailureOr<TileLayout> LaneLayout::layoutOf(Operation *op,
+                                           ArrayRef<TileShape> operands,
+                                           bool &known) const {
   const TileFamily *family = familyOf(op);
   known = family != nullptr;
   if (!family)
@@ -96,8 +96,8 @@ FailureOr<TileLayout> TileBuilder::layoutOf(Operation *op,
 /// result's columns; replicated operands must then broadcast a column, and
 /// a distributed operand cannot feed a replicated result.
 FailureOr<TileShape>
-TileBuilder::elementwiseShape(VTensorType resultType,
-                              ArrayRef<TileShape> ins) const {
+LaneLayout::elementwiseShape(VTensorType resultType,
+                             ArrayRef<TileShape> ins) const {
   int64_t rd1 = computeExtent(resultType, 2);
   bool distributed = false;
   for (const TileShape &t : ins)
@@ -116,8 +116,8 @@ TileBuilder::elementwiseShape(VTensorType resultType,
 /// extent): a distributed input keeps its layout when whole groups lie in a
 /// lane, and reduces across the lanes when the whole axis is reduced.
 FailureOr<TileLayout>
-TileBuilder::reduceColumnsLayout(const TileShape &in, VTensorType resultType,
-                                 int64_t group) const {
+LaneLayout::reduceColumnsLayout(const TileShape &in, VTensorType resultType,
+                                int64_t group) const {
   bool whole = group == in.d1;
   bool distributedOut = in.distributed && !whole;
   // Groups of consecutive columns stay in a lane only when its columns are
@@ -133,8 +133,8 @@ TileBuilder::reduceColumnsLayout(const TileShape &in, VTensorType resultType,
 }
 
 /// Over rows, which every lane holds: the input's layout.
-TileShape TileBuilder::reduceRowsShape(const TileShape &in,
-                                       VTensorType resultType) const {
+TileShape LaneLayout::reduceRowsShape(const TileShape &in,
+                                      VTensorType resultType) const {
   TileShape out = shapeOf(resultType, in.distributed);
   out.perLane = in.perLane;
   return out;
@@ -143,8 +143,8 @@ TileShape TileBuilder::reduceRowsShape(const TileShape &in,
 /// Replicated; both operands share the layout of the contracted axis, and
 /// a distributed one is summed across the lanes.
 FailureOr<TileLayout>
-TileBuilder::contractLayout(const TileShape &x, const TileShape &y,
-                            VTensorType resultType) const {
+LaneLayout::contractLayout(const TileShape &x, const TileShape &y,
+                           VTensorType resultType) const {
   if (x.distributed != y.distributed ||
       (x.distributed && x.perLane != y.perLane))
     return failure();

@@ -1,13 +1,15 @@
 //===- TileOps.h - Per-item tiles and their op emitters ---------*- C++ -*-===//
 //
 // The op lowering of the GPU workload kernels, apart from the kernel
-// skeletons (WorkloadKernels.cpp): a fused op becomes a per-item [D0, D1]
-// tile whose elements are emitted at their use. TileBuilder holds the lane
-// layout and the helpers every family shares. Each op family, in its own
-// file (TileElementwise.cpp, TileReduction.cpp, TileContraction.cpp,
-// TileLayout.cpp), is an entry of the table of families: which ops it
-// takes, the layout of their result (pure, so a kernel is planned before
-// any IR is built) and their emitter, which follows that layout.
+// skeletons (WorkloadKernels.cpp) and their plan (WorkloadPlan.h): a fused
+// op becomes a per-item [D0, D1] tile whose elements are emitted at their
+// use. LaneLayout holds the lane layout and its rules; TileBuilder the
+// helpers every family shares (whole-tile loads and stores: TileMemory.cpp).
+// Each op family, in its own file (TileElementwise.cpp, TileReduction.cpp,
+// TileContraction.cpp, TileLayout.cpp), is an entry of the table of
+// families: which ops it takes, the layout of their result (pure, so a
+// kernel is planned before any IR is built) and their emitter, which
+// follows that layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,24 +62,9 @@ struct Tile : TileShape {
   }
 };
 
-/// The lane layout of a kernel being emitted and the tile helpers.
-class TileBuilder {
-public:
-  explicit TileBuilder(MLIRContext *ctx) : loc(UnknownLoc::get(ctx)) {}
-
-  /// The tile of `op`'s result from its operands' tiles, or null if no
-  /// family lowers `op`. The layouts are the plan's (layoutOf); an emitter
-  /// that meets a layout it cannot do sets `unsupported`, an internal error.
-  TileRef lower(Operation *op);
-  /// The layout of `op`'s result from its operands' shapes at this
-  /// builder's lane count, without building IR: failure when the lanes of
-  /// an item cannot do it in registers (then the kernel runs narrow, one
-  /// lane per item) or when no family takes `op` (`known` is then false).
-  FailureOr<TileLayout> layoutOf(Operation *op, ArrayRef<TileShape> operands,
-                                 bool &known) const;
-
-  OpBuilder *builder = nullptr;
-  Location loc;
+/// The lane layout of a kernel and the layout rules every op family, the
+/// planner and the emitters share: pure, they build no IR.
+struct LaneLayout {
   int64_t lanes = 1;
   /// Columns of a lane's slice of a distributed row (0: the lane's columns
   /// are contiguous). With slices, element e of a lane lies in slice e /
@@ -85,6 +72,65 @@ public:
   /// sliceColumns: a group's load of one slice per lane covers whole
   /// sectors (docs/gpu.md, "Sector slices").
   int64_t sliceColumns = 0;
+
+  /// The layout of `op`'s result from its operands' shapes at this lane
+  /// count: failure when the lanes of an item cannot do it in registers
+  /// (then the kernel runs narrow, one lane per item) or when no family
+  /// takes `op` (`known` is then false).
+  FailureOr<TileLayout> layoutOf(Operation *op, ArrayRef<TileShape> operands,
+                                 bool &known) const;
+
+  static VTensorType resultTypeOf(Operation *op) {
+    return cast<VTensorType>(op->getResult(0).getType());
+  }
+  /// Columns of the distributed layout for an extent, or 0 if replicated.
+  int64_t perLaneFor(int64_t d1) const {
+    if (lanes == 1 || d1 % lanes != 0)
+      return 0;
+    return d1 / lanes;
+  }
+  /// Columns per contiguous run of a lane's part of `t`: its width unless
+  /// the tile is distributed in slices.
+  int64_t runOf(const TileShape &t) const {
+    if (t.distributed && sliceColumns > 0 && t.perLane > sliceColumns &&
+        t.perLane % sliceColumns == 0)
+      return sliceColumns;
+    return t.width();
+  }
+  TileShape shapeOf(VTensorType type, bool distributed) const;
+  /// A loaded value: distributed when its columns spread evenly over the
+  /// lanes.
+  TileShape loadedShape(VTensorType type) const {
+    return shapeOf(type, perLaneFor(computeExtent(type, 2)) > 0);
+  }
+
+  // The layout rules of the op families.
+  FailureOr<TileShape> elementwiseShape(VTensorType resultType,
+                                        ArrayRef<TileShape> ins) const;
+  FailureOr<TileLayout> reduceColumnsLayout(const TileShape &in,
+                                            VTensorType resultType,
+                                            int64_t group) const;
+  TileShape reduceRowsShape(const TileShape &in, VTensorType resultType) const;
+  FailureOr<TileLayout> contractLayout(const TileShape &x, const TileShape &y,
+                                       VTensorType resultType) const;
+};
+
+/// The alignment of a vector of `run` elements of `storage` in rows of
+/// `stride` elements (TileMemory.cpp).
+llvm::MaybeAlign runAlignment(int64_t stride, int64_t run, Type storage);
+
+/// A kernel's tiles being emitted at its lane layout, and the tile helpers.
+class TileBuilder : public LaneLayout {
+public:
+  explicit TileBuilder(MLIRContext *ctx) : loc(UnknownLoc::get(ctx)) {}
+
+  /// The tile of `op`'s result from its operands' tiles, or null if no
+  /// family lowers `op`. The layouts are the plan's (layoutOf); an emitter
+  /// that meets a layout it cannot do sets `unsupported`, an internal error.
+  TileRef lower(Operation *op);
+
+  OpBuilder *builder = nullptr;
+  Location loc;
   Value laneInItem;
   bool unsupported = false;
   /// Sums of envelope products by the identity (lowerEnvelopeSum).
@@ -98,50 +144,34 @@ public:
   TileRef operandTile(Operation *op, unsigned i) {
     return tiles.lookup(op->getOperand(i));
   }
-  static VTensorType resultTypeOf(Operation *op) {
-    return cast<VTensorType>(op->getResult(0).getType());
-  }
 
-  /// Columns of the distributed layout for an extent, or 0 if replicated.
-  int64_t perLaneFor(int64_t d1) const {
-    if (lanes == 1 || d1 % lanes != 0)
-      return 0;
-    return d1 / lanes;
-  }
   /// The column index of element e of `t` in this lane.
   Value column(const TileShape &t, int64_t e);
-  /// Columns per contiguous run of a lane's part of `t`: its width unless
-  /// the tile is distributed in slices.
-  int64_t runOf(const TileShape &t) const {
-    if (t.distributed && sliceColumns > 0 && t.perLane > sliceColumns &&
-        t.perLane % sliceColumns == 0)
-      return sliceColumns;
-    return t.width();
-  }
   /// This lane's part of the row at element `base` of `memref`: a vector
   /// load per contiguous run of its columns (runOf), concatenated.
   Value loadLaneRuns(Value memref, Value base, const TileShape &t,
                      Type storage, llvm::MaybeAlign align, bool nontemporal);
-  TileShape shapeOf(VTensorType type, bool distributed) const;
-  /// A loaded value: distributed when its columns spread evenly over the
-  /// lanes.
-  TileShape loadedShape(VTensorType type) const {
-    return shapeOf(type, perLaneFor(computeExtent(type, 2)) > 0);
-  }
   TileRef makeTile(const TileShape &shape);
   TileRef makeTile(VTensorType type, bool distributed) {
     return makeTile(shapeOf(type, distributed));
   }
 
-  // The layout rules the emitters and the planner share.
-  FailureOr<TileShape> elementwiseShape(VTensorType resultType,
-                                        ArrayRef<TileShape> ins) const;
-  FailureOr<TileLayout> reduceColumnsLayout(const TileShape &in,
-                                            VTensorType resultType,
-                                            int64_t group) const;
-  TileShape reduceRowsShape(const TileShape &in, VTensorType resultType) const;
-  FailureOr<TileLayout> contractLayout(const TileShape &x, const TileShape &y,
-                                       VTensorType resultType) const;
+  // Whole tiles at a buffer row (TileMemory.cpp). `isScratch`: the buffer
+  // holds the computed extents, else the real ones.
+  SmallVector<Value> loadRowVectors(Value memref, Value rowBase,
+                                    const Tile &shape, Type storage,
+                                    bool isScratch, bool streaming = false);
+  TileRef tileFromRows(Value value, ArrayRef<Value> rows);
+  TileRef loadTile(Value value, Value memref, Value rowBase, bool isScratch,
+                   bool streaming = false);
+  /// The tile a loaded value gets: distributed when its columns spread
+  /// evenly over the group's lanes.
+  TileRef loadedLayout(VTensorType type) {
+    return makeTile(loadedShape(type));
+  }
+  SmallVector<Value> materialize(const Tile &t);
+  void storeTile(const Tile &t, ArrayRef<Value> values, Value memref,
+                 Value rowBase, Type storage, bool isScratch);
 
   TileRef elementwise(VTensorType resultType, ArrayRef<TileRef> ins,
                       std::function<Value(Gen &, ArrayRef<Value>, int64_t r,
@@ -159,7 +189,7 @@ public:
 /// result (failure: not in registers at this lane count) and the emitter.
 struct TileFamily {
   bool (*matches)(Operation *op);
-  FailureOr<TileLayout> (*layout)(const TileBuilder &tb, Operation *op,
+  FailureOr<TileLayout> (*layout)(const LaneLayout &tb, Operation *op,
                                   ArrayRef<TileShape> operands);
   TileRef (*lower)(TileBuilder &tb, Operation *op);
 };

@@ -27,7 +27,7 @@ static int64_t groupOf(ReductionOpInterface red, const TileShape &in) {
   return red.getReducedDim() == 2 ? in.d1 : in.d0;
 }
 
-static FailureOr<TileLayout> layoutReduction(const TileBuilder &tb,
+static FailureOr<TileLayout> layoutReduction(const LaneLayout &tb,
                                              Operation *op,
                                              ArrayRef<TileShape> operands) {
   auto red = cast<ReductionOpInterface>(op);

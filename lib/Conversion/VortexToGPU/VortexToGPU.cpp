@@ -127,6 +127,8 @@ struct KernelOptions {
   int64_t topkSavesMinRows;
   /// The attend option: "auto", "on" or "off".
   StringRef attend;
+  /// Report the workload kernels' plans instead of emitting the flow.
+  bool planOnly;
 };
 
 /// The save the top-k `op` can store instead of the score kernel: a
@@ -236,8 +238,9 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   ctx.attendMMA = options.attendMMA;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
+  if (!options.planOnly)
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
 
   // Flow tensors: the ABI's; values in flow buffers are known by name.
   ctx.abi = abi::FlowABI::get(flow, abi::Storage::FlowDtypes);
@@ -255,6 +258,14 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
       if (SaveOp save = deferrableSave(&op))
         ctx.deferredSaves[&op] = save;
 
+  // plan-only: a workload kernel's plan instead of the kernel.
+  auto workload = [&](Operation *op, const std::string &name,
+                      bool indexerSide) {
+    if (options.planOnly)
+      return reportWorkloadPlan(ctx, op, name, indexerSide);
+    return indexerSide ? emitIndexerWorkloadKernel(ctx, op, name)
+                       : emitCacheKernel(ctx, op, name);
+  };
   std::string base = flow.getSymName().str();
   unsigned counter = 0;
   for (Operation &op : indexer) {
@@ -271,17 +282,21 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
                 cast<ReductionOpInterface>(op).getReducedDim() == 0)) {
       result = emitSegmentKernel(ctx, &op, base + "_indexer_s" + suffix);
     } else {
-      result =
-          emitIndexerWorkloadKernel(ctx, &op, base + "_indexer_w" + suffix);
+      result = workload(&op, base + "_indexer_w" + suffix, true);
     }
     if (failed(result))
       return failure();
   }
   counter = 0;
   for (Operation &op : cache)
-    if (failed(emitCacheKernel(ctx, &op,
-                               base + "_cache_w" + std::to_string(counter++))))
+    if (failed(workload(&op, base + "_cache_w" + std::to_string(counter++),
+                        false)))
       return failure();
+  if (options.planOnly) {
+    // The plans were the output: the other kernels go, the flow stays.
+    ctx.module.erase();
+    return success();
+  }
 
   if (failed(lowerAttend(ctx, options.attend)))
     return failure();
@@ -339,7 +354,7 @@ struct ConvertVortexToGPUPass
                           hoist,     topkCtasPerSM, topkThreads,
                           topkValueBins, envelopeIdentity, streamingLoads,
                           sectorSlices,  envelopeMMA,      attendMMA,
-                          topkSavesMinRows, attend};
+                          topkSavesMinRows, attend,        planOnly};
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();
