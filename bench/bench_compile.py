@@ -2,7 +2,7 @@
 """Flow-to-cubin time of vortex-compile (docs/benchmarks.md, "Compile time").
 
     python3 bench/bench_compile.py [--compile build/bin/vortex-compile [OTHER ...]]
-        [--options "" "topk-threads=256" ...]
+        [--options "" "to-gpu=topk-threads=256" ...]
         [--cache none prebuilt installed cold warm edit other]
         [--flows block_sparse_attention path/to/flow.mlir ...] [--runs 7]
         [--md OUT.md]

@@ -71,6 +71,25 @@ std::string formatPTX(unsigned version) {
   return std::to_string(version / 10) + "." + std::to_string(version % 10);
 }
 
+/// convert-vortex-to-gpu with the pipeline's `to-gpu` options (checked by
+/// verifyVortexNVVMPipelineOptions). bf16 mma.sync needs sm_80: older chips
+/// default to the fused multiply-adds; options given later win.
+std::string toGPUOptions(const vortex::VortexNVVMPipelineOptions &options) {
+  std::string defaults;
+  if (vortex::parseSMVersion(options.chip).value_or(0) < 80)
+    defaults = "envelope-mma=false attend-mma=false ";
+  return defaults + options.toGPU.getValue();
+}
+
+std::unique_ptr<Pass>
+convertToGPU(const vortex::VortexNVVMPipelineOptions &options) {
+  std::unique_ptr<Pass> pass = vortex::createConvertVortexToGPU();
+  // Verified before the pipeline is built: cannot fail here.
+  (void)pass->initializeOptions(toGPUOptions(options),
+                                [](const Twine &) { return failure(); });
+  return pass;
+}
+
 } // namespace
 
 LogicalResult vortex::verifyVortexNVVMPipelineOptions(
@@ -109,17 +128,6 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             std::to_string(options.optLevel);
     return failure();
   }
-  if (!isTopKThreadsOption(options.topkThreads)) {
-    error = "topk-threads must be 0 (planned), 128, 256 or 512, got " +
-            std::to_string(options.topkThreads);
-    return failure();
-  }
-  if (!isTopKSavesMinRowsOption(options.topkSavesMinRows)) {
-    error = "topk-saves-min-rows must be -1 (never) or a row count in "
-            "[0, 2^30], got " +
-            std::to_string(options.topkSavesMinRows);
-    return failure();
-  }
   if (!llvm::is_contained({"isa", "bin", "fatbin", "llvm"},
                           StringRef(options.format))) {
     error = "unknown format '" + options.format.getValue() +
@@ -134,6 +142,18 @@ LogicalResult vortex::verifyVortexNVVMPipelineOptions(
             (options.cudaPath.empty() ? "from the environment"
                                       : "from cuda-path") +
             "): expected nvvm/libdevice/libdevice.10.bc there";
+    return failure();
+  }
+  std::string toGPUError;
+  if (failed(vortex::createConvertVortexToGPU()->initializeOptions(
+          toGPUOptions(options), [&](const Twine &msg) {
+            toGPUError = msg.str();
+            return failure();
+          }))) {
+    error = "to-gpu: " + (toGPUError.empty() ? std::string("bad options '") +
+                                                   options.toGPU.getValue() +
+                                                   "'"
+                                             : toGPUError);
     return failure();
   }
   return success();
@@ -168,19 +188,7 @@ void vortex::buildVortexNVVMLowerStage(
   pm.addPass(createVortexFuse());
   pm.addPass(createVortexPadToPow2());
   pm.addPass(createVortexMaskPadding());
-  ConvertVortexToGPUOptions toGPU;
-  toGPU.envelopeIdentity = options.envelopeIdentity;
-  toGPU.streamingLoads = options.streamingLoads;
-  toGPU.sectorSlices = options.sectorSlices;
-  // bf16 mma.sync needs sm_80; older chips keep the fused multiply-adds.
-  toGPU.envelopeMMA = options.envelopeMMA &&
-                      parseSMVersion(options.chip).value_or(0) >= 80;
-  toGPU.attendMMA = options.attendMMA &&
-                    parseSMVersion(options.chip).value_or(0) >= 80;
-  toGPU.topkThreads = options.topkThreads;
-  toGPU.topkValueBins = options.topkValueBins;
-  toGPU.topkSavesMinRows = options.topkSavesMinRows;
-  pm.addPass(createConvertVortexToGPU(toGPU));
+  pm.addPass(convertToGPU(options));
   if (options.chainLaunches) {
     VortexGPUChainLaunchesOptions chain;
     chain.chip = options.chip;

@@ -10,10 +10,12 @@
 // RUN:   | FileCheck %s --check-prefix=FEATURE
 // RUN: not vortex-opt %s --vortex-to-nvvm='opt-level=4' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=OPT
-// RUN: not vortex-opt %s --vortex-to-nvvm='topk-threads=100' 2>&1 \
+// RUN: not vortex-opt %s --vortex-to-nvvm='to-gpu=topk-threads=100' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TOPKT
-// RUN: not vortex-opt %s --vortex-to-nvvm='topk-saves-min-rows=-2' 2>&1 \
+// RUN: not vortex-opt %s --vortex-to-nvvm='to-gpu=topk-saves-min-rows=-2' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SAVES
+// RUN: not vortex-opt %s --vortex-to-nvvm='to-gpu=bogus=1' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TOGPU
 // RUN: not vortex-opt %s --vortex-to-nvvm='format=offload' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FORMAT
 // RUN: not vortex-opt %s --vortex-to-nvvm 2>&1 \
@@ -24,8 +26,12 @@
 // FEATURE: error: unknown PTX ISA feature '+ptx99'
 // OPT: error: opt-level must be 0, 1, 2 or 3, got 4
 // FORMAT: error: unknown format 'offload'; expected isa, bin, fatbin or llvm
-// TOPKT: error: topk-threads must be 0 (planned), 128, 256 or 512, got 100
-// SAVES: error: topk-saves-min-rows must be -1 (never) or a row count in [0, 2^30], got -2
+// The generator's options (to-gpu) are its pass's: their bounds are checked
+// by the pass before it builds anything, a malformed string before the
+// pipeline runs.
+// TOPKT: error: convert-vortex-to-gpu: topk-threads = 100 must be 0 (planned), 128, 256 or 512
+// SAVES: error: convert-vortex-to-gpu: topk-saves-min-rows = -2 must be -1 (never) or a row count in [0, 2^30]
+// TOGPU: error: to-gpu: <Pass-Options-Parser>: no such option bogus
 
 gpu.module @bad_kernels {
   gpu.func @wide_cluster(%x: memref<?xf32>) kernel {

@@ -121,34 +121,12 @@ static cl::opt<bool> noChainLaunches(
              "finished (no programmatic dependent launch; docs/gpu.md)"),
     cl::init(false), cl::cat(category));
 
-static cl::opt<int64_t> topkThreads(
-    "topk-threads",
-    cl::desc("Build one top-k kernel of this many threads (128, 256 or 512) "
-             "instead of three alternatives the runtime picks from: about "
-             "half the compile time (docs/gpu.md); 0: planned"),
-    cl::init(0), cl::cat(category));
-
-static cl::opt<bool> topkValueBins(
-    "topk-value-bins",
-    cl::desc("Let the top-k try one pass of value bins before its digit "
-             "passes (default; =false: smaller top-k kernels that compile "
-             "faster, docs/gpu.md)"),
-    cl::init(true), cl::cat(category));
-
-static cl::opt<bool> attendMMA(
-    "attend-mma",
-    cl::desc("Run the attend split kernel's dot products on tensor cores "
-             "where its shape fits (default; =false: CUDA cores, "
-             "docs/gpu.md, \"Attention\")"),
-    cl::init(true), cl::cat(category));
-
-static cl::opt<int64_t> topkSavesMinRows(
-    "topk-saves-min-rows",
-    cl::desc("A saved score the top-k selects on is stored by the top-k in "
-             "a step of more rows than this, else by the score kernel "
-             "(docs/gpu.md, \"Saves in the top-k\"; -1: always the score "
-             "kernel)"),
-    cl::init(8), cl::cat(category));
+static cl::opt<std::string> toGPU(
+    "to-gpu",
+    cl::desc("convert-vortex-to-gpu's options, as that pass takes them, e.g. "
+             "--to-gpu='topk-threads=256 attend-mma=false' "
+             "(docs/Passes/VortexConversionPasses.md)"),
+    cl::value_desc("options"), cl::init(""), cl::cat(category));
 
 static cl::opt<std::string> kernelCache(
     "kernel-cache",
@@ -739,10 +717,7 @@ gpuPipelineOptions(vortex::VortexNVVMPipelineOptions &options) {
   // PTX in the gpu.binary; the cubin comes from our own ptxas run.
   options.format = "isa";
   options.chainLaunches = !noChainLaunches;
-  options.topkThreads = topkThreads;
-  options.topkValueBins = topkValueBins;
-  options.topkSavesMinRows = topkSavesMinRows;
-  options.attendMMA = attendMMA;
+  options.toGPU = toGPU;
   options.kernelCache = kernelCache;
   if (failed(resolvePrebuiltKernels(options.prebuiltKernels)))
     return failure();

@@ -67,56 +67,13 @@ struct VortexNVVMPipelineOptions
       llvm::cl::desc("Let each kernel of a flow step launch while the one "
                      "before it finishes (vortex-gpu-chain-launches; sm_90+)"),
       llvm::cl::init(true)};
-  Option<bool> envelopeIdentity{
-      *this, "envelope-identity",
-      llvm::cl::desc("Sum max(x * a, x * b) over columns as (x (a + b) + "
-                     "|x| |a - b|) / 2 in fused multiply-adds "
-                     "(convert-vortex-to-gpu; docs/gpu.md)"),
-      llvm::cl::init(true)};
-  Option<bool> streamingLoads{
-      *this, "streaming-loads",
-      llvm::cl::desc("Load the rows a workload kernel reads once without "
-                     "allocating them in L1 (convert-vortex-to-gpu marks "
-                     "them nontemporal, vortex-gpu-lower-nontemporal-loads "
-                     "emits ld.global.L1::no_allocate)"),
-      llvm::cl::init(true)};
-  Option<bool> sectorSlices{
-      *this, "sector-slices",
-      llvm::cl::desc("In score kernels whose lanes hold 32 bytes of a row, "
-                     "place a lane's two 16-byte slices a group's width "
-                     "apart so each load reads whole sectors "
-                     "(convert-vortex-to-gpu)"),
-      llvm::cl::init(true)};
-  Option<bool> envelopeMMA{
-      *this, "envelope-mma",
-      llvm::cl::desc("Sum a score kernel's bf16 envelopes on tensor cores "
-                     "(mma.sync; convert-vortex-to-gpu, taken only on "
-                     "sm_80 and newer)"),
-      llvm::cl::init(true)};
-  Option<bool> attendMMA{
-      *this, "attend-mma",
-      llvm::cl::desc("Run the attend split kernel's dot products on tensor "
-                     "cores where its shape fits (mma.sync; "
-                     "convert-vortex-to-gpu, taken only on sm_80 and newer)"),
-      llvm::cl::init(true)};
-  Option<int64_t> topkThreads{
-      *this, "topk-threads",
-      llvm::cl::desc("One top-k kernel of this many threads (128, 256 or "
-                     "512) instead of the planned three alternatives "
-                     "(convert-vortex-to-gpu; 0: planned)"),
-      llvm::cl::init(0)};
-  Option<bool> topkValueBins{
-      *this, "topk-value-bins",
-      llvm::cl::desc("Let the top-k try one pass of value bins before its "
-                     "digit passes (convert-vortex-to-gpu; false: smaller "
-                     "kernels that compile faster)"),
-      llvm::cl::init(true)};
-  Option<int64_t> topkSavesMinRows{
-      *this, "topk-saves-min-rows",
-      llvm::cl::desc("A saved score is stored by the top-k in a step of "
-                     "more rows than this, else by the score kernel "
-                     "(convert-vortex-to-gpu; -1: always the score kernel)"),
-      llvm::cl::init(8)};
+  Option<std::string> toGPU{
+      *this, "to-gpu",
+      llvm::cl::desc("convert-vortex-to-gpu's options, as that pass takes "
+                     "them ('key=value ...'; docs/Passes/"
+                     "VortexConversionPasses.md); on chips below sm_80 "
+                     "envelope-mma and attend-mma default to false"),
+      llvm::cl::init("")};
   Option<std::string> kernelCache{
       *this, "kernel-cache",
       llvm::cl::desc("Keep each kernel's PTX in this directory and reuse it "

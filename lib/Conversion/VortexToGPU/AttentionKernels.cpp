@@ -617,7 +617,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
   if (failed(checkAttendShape(loc, shape)))
     return failure();
   AttendPlan p(shape);
-  p.streaming = ctx.streamingLoads;
+  p.streaming = ctx.options.streamingLoads;
   MLIRContext *mctx = loc.getContext();
   auto i32 = IntegerType::get(mctx, 32);
   auto f32 = Float32Type::get(mctx);
@@ -652,7 +652,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
     for (auto [i, slot] : llvm::enumerate(slots))
       *slot = split.getArgument(i);
     a.splits = g.maxI(g.toIndex(a.splits), g.idx(1));
-    if (ctx.attendMMA && attendMMAFits(shape))
+    if (ctx.options.attendMMA && attendMMAFits(shape))
       emitSplitBodyMMA(g, split, shape, a, p.streaming);
     else
       emitSplitBody(g, split, p, a);

@@ -8,6 +8,7 @@
 #ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 #define VORTEX_LIB_CONVERSION_VORTEXTOGPU_KERNELBUILDER_H
 
+#include "Vortex/Conversion/Passes.h"
 #include "Vortex/Conversion/Utils/ScalarBuilder.h"
 #include "Vortex/Dialect/FlowABI.h"
 #include "Vortex/Dialect/VortexOps.h"
@@ -125,18 +126,11 @@ struct FlowContext {
   FlowOp flow;
   FlowConfigAttr config;
   gpu::GPUModuleOp module;
-  int64_t ctasPerSM;
-  /// nvvm.minctasm of the top-k kernel (0: none).
-  int64_t topkCtasPerSM = 0;
-  /// Threads of a top-k CTA, overriding its plan (0: planned).
-  int64_t topkThreads = 0;
-  /// Whether the top-k tries one pass of value bins before its digit passes.
-  bool topkValueBins = true;
-  /// A step of more rows than this stores the deferredSaves in the top-k,
-  /// one of fewer in the score kernel (-1: none deferred).
-  int64_t topkSavesMinRows = 8;
+  /// The pass's options, as Passes.td declares them (the knobs' one home;
+  /// docs/Passes/VortexConversionPasses.md says what each does).
+  ConvertVortexToGPUOptions options;
   /// Top-k op -> the save of its score that its kernel stores at more than
-  /// topkSavesMinRows rows; the score kernel stores it at fewer
+  /// options.topkSavesMinRows rows; the score kernel stores it at fewer
   /// (docs/gpu.md, "Saves in the top-k").
   DenseMap<Operation *, SaveOp> deferredSaves;
   /// Whether `save` is stored by a top-k kernel.
@@ -145,25 +139,6 @@ struct FlowContext {
       return entry.second == save;
     });
   }
-  /// Envelope sums by the identity (TileReduction.cpp).
-  bool envelopeIdentity = true;
-  /// Rows a workload kernel reads once (gathered by block id or read at a
-  /// CSR position, never written by the kernel) are loaded nontemporal.
-  bool streamingLoads = true;
-  /// Score kernels at 32 bytes per lane hold a row in 16-byte slices a
-  /// group's width apart (TileBuilder::sliceColumns).
-  bool sectorSlices = true;
-  /// Envelope sums of bf16 rows on tensor cores (EnvelopeMMA.cpp).
-  bool envelopeMMA = true;
-  /// The attend split kernel on tensor cores where it fits (AttentionMMA.cpp).
-  bool attendMMA = true;
-  int64_t threads;
-  /// Blocks a group handles per iteration of the persistent loop (at most).
-  int64_t itemsPerIteration = 1;
-  /// Overrides of the workload kernels' plans: lanes per block (0: planned)
-  /// and whether per-row values may be hoisted.
-  int64_t lanes = 0;
-  bool hoistPerRow = true;
   /// Value -> name of the buffer that holds it across kernels.
   DenseMap<Value, std::string> bufferOf;
   /// The flow tensors, plus the scratch and kernels added here.

@@ -800,11 +800,11 @@ void emitSelection(Gen &g, const SelectRow &R) {
 /// first whose rows fit on the chip in one wave, else the last
 /// (docs/manifest.md, `choice`; docs/benchmarks.md, "Round 8").
 SmallVector<SelectPlan> planSelections(const FlowContext &ctx) {
-  if (ctx.topkThreads)
-    return {SelectPlan{ctx.topkThreads, ctx.topkValueBins}};
+  if (ctx.options.topkThreads)
+    return {SelectPlan{ctx.options.topkThreads, ctx.options.topkValueBins}};
   return llvm::map_to_vector(kTopKThreads,
                              [&](int64_t t) {
-                               return SelectPlan{t, ctx.topkValueBins};
+                               return SelectPlan{t, ctx.options.topkValueBins};
                              });
 }
 
@@ -1048,11 +1048,11 @@ void emitTopKVariant(FlowContext &ctx, const TopKSignature &sig,
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, sig.params, threads);
   // The selection's fixed decisions, and the register bound if one is asked.
-  func->setAttr("vortex.plan", selectPlanAttr(b, plan, ctx.topkCtasPerSM,
+  func->setAttr("vortex.plan", selectPlanAttr(b, plan, ctx.options.topkCtasPerSM,
                                                !sig.savedBuf.empty()));
-  if (ctx.topkCtasPerSM > 0)
+  if (ctx.options.topkCtasPerSM > 0)
     func->setAttr("nvvm.minctasm",
-                  b.getI32IntegerAttr(static_cast<int32_t>(ctx.topkCtasPerSM)));
+                  b.getI32IntegerAttr(static_cast<int32_t>(ctx.options.topkCtasPerSM)));
   TopKShared sh = allocTopKShared(func, plan);
   Gen g{b, loc};
   TopKArgs a;
@@ -1122,7 +1122,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     sig.params.push_back(
         {sig.savedBuf, true, ctx.abi.tensors[sig.savedBuf].elementType});
     sig.params.push_back({abi::kSavesMinRows.str(), false, i32,
-                          ctx.topkSavesMinRows});
+                          ctx.options.topkSavesMinRows});
   }
   SmallVector<SelectPlan> plans = planSelections(ctx);
   for (auto [i, plan] : llvm::enumerate(plans)) {

@@ -117,20 +117,6 @@ void mlir::vortex::gpugen::keepLoopsRolled(gpu::GPUFuncOp func) {
 
 namespace {
 
-/// The pass options a flow's kernels are built with.
-struct KernelOptions {
-  int64_t ctasPerSM, threads, itemsPerIteration, lanes;
-  bool hoist;
-  int64_t topkCtasPerSM, topkThreads;
-  bool topkValueBins, envelopeIdentity, streamingLoads, sectorSlices,
-      envelopeMMA, attendMMA;
-  int64_t topkSavesMinRows;
-  /// The attend option: "auto", "on" or "off".
-  StringRef attend;
-  /// Report the workload kernels' plans instead of emitting the flow.
-  bool planOnly;
-};
-
 /// The save the top-k `op` can store instead of the score kernel: a
 /// vortex.save, in the vortex.kernel that yields op's score, of that very
 /// value into a [?, 1, 1] paged field that nothing outside the kernel uses.
@@ -206,7 +192,8 @@ LogicalResult lowerAttend(FlowContext &ctx, StringRef mode) {
                            (flow.getSymName() + "_attend").str());
 }
 
-LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
+LogicalResult lowerFlow(FlowOp flow,
+                        const ConvertVortexToGPUOptions &options) {
   ModuleOp module = flow->getParentOfType<ModuleOp>();
   // fp8 k and v are widened from their bits (Gen::toF32). Storing in fp8
   // (fields or scratch of an fp8 intermediate dtype) would need arith.truncf
@@ -222,20 +209,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
   FlowContext ctx;
   ctx.flow = flow;
   ctx.config = flow.getConfig();
-  ctx.ctasPerSM = options.ctasPerSM;
-  ctx.threads = options.threads;
-  ctx.itemsPerIteration = options.itemsPerIteration;
-  ctx.lanes = options.lanes;
-  ctx.hoistPerRow = options.hoist;
-  ctx.topkCtasPerSM = options.topkCtasPerSM;
-  ctx.topkThreads = options.topkThreads;
-  ctx.topkValueBins = options.topkValueBins;
-  ctx.topkSavesMinRows = options.topkSavesMinRows;
-  ctx.envelopeIdentity = options.envelopeIdentity;
-  ctx.streamingLoads = options.streamingLoads;
-  ctx.sectorSlices = options.sectorSlices;
-  ctx.envelopeMMA = options.envelopeMMA;
-  ctx.attendMMA = options.attendMMA;
+  ctx.options = options;
   ctx.module = gpu::GPUModuleOp::create(
       b, flow.getLoc(), (flow.getSymName() + "_kernels").str());
   if (!options.planOnly)
@@ -253,7 +227,7 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
     ctx.bufferOf[cache.getArgument(i)] = name.str();
   }
 
-  if (ctx.topkSavesMinRows >= 0)
+  if (ctx.options.topkSavesMinRows >= 0)
     for (Operation &op : indexer)
       if (SaveOp save = deferrableSave(&op))
         ctx.deferredSaves[&op] = save;
@@ -309,6 +283,27 @@ LogicalResult lowerFlow(FlowOp flow, const KernelOptions &options) {
 struct ConvertVortexToGPUPass
     : public vortex::impl::ConvertVortexToGPUBase<ConvertVortexToGPUPass> {
   using Base::Base;
+  /// The pass's options as the generated struct the kernels read.
+  ConvertVortexToGPUOptions options() const {
+    ConvertVortexToGPUOptions o;
+    o.ctasPerSM = ctasPerSM;
+    o.threadsPerCTA = threadsPerCTA;
+    o.itemsPerIteration = itemsPerIteration;
+    o.lanes = lanes;
+    o.hoist = hoist;
+    o.topkCtasPerSM = topkCtasPerSM;
+    o.topkThreads = topkThreads;
+    o.topkValueBins = topkValueBins;
+    o.topkSavesMinRows = topkSavesMinRows;
+    o.envelopeIdentity = envelopeIdentity;
+    o.streamingLoads = streamingLoads;
+    o.sectorSlices = sectorSlices;
+    o.envelopeMMA = envelopeMMA;
+    o.attendMMA = attendMMA;
+    o.attend = attend;
+    o.planOnly = planOnly;
+    return o;
+  }
   /// The options' bounds (docs/contract.md, "Bounds"): what the kernels can
   /// be built with. Checked first: an absurd value would otherwise overflow
   /// the generator's register-budget arithmetic.
@@ -350,11 +345,7 @@ struct ConvertVortexToGPUPass
                                "module (the manifest describes one flow)");
       return signalPassFailure();
     }
-    KernelOptions options{ctasPerSM, threadsPerCTA, itemsPerIteration, lanes,
-                          hoist,     topkCtasPerSM, topkThreads,
-                          topkValueBins, envelopeIdentity, streamingLoads,
-                          sectorSlices,  envelopeMMA,      attendMMA,
-                          topkSavesMinRows, attend,        planOnly};
+    ConvertVortexToGPUOptions options = this->options();
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))
         return signalPassFailure();

@@ -40,7 +40,7 @@ public:
   TileKernel(FlowContext &ctx, Operation *root, KernelPlan kernelPlan)
       : TileBuilder(root->getContext()), ctx(ctx), root(root),
         plan(std::move(kernelPlan)), indexerSide(plan.indexerSide) {
-    envelopeIdentity = ctx.envelopeIdentity;
+    envelopeIdentity = ctx.options.envelopeIdentity;
     lanes = plan.lanes;
     sliceColumns = plan.sliceColumns;
     if (plan.mma.x)

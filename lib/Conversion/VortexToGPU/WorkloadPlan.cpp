@@ -189,7 +189,7 @@ void WorkloadPlanner::buildParams() {
                    [](const PendingStore &s) { return s.onlyFewRows; })) {
     plan.savesMinRowsArg = params.size();
     params.push_back(
-        {abi::kSavesMinRows.str(), false, i32, ctx.topkSavesMinRows});
+        {abi::kSavesMinRows.str(), false, i32, ctx.options.topkSavesMinRows});
   }
 }
 
@@ -335,7 +335,7 @@ int64_t WorkloadPlanner::planItemsPerIteration() {
       perItem += registersOf(v, plan.shapes.lookup(v));
   plan.carriedRegisters = carried;
   plan.itemRegisters = perItem;
-  int64_t unroll = std::max<int64_t>(1, ctx.itemsPerIteration);
+  int64_t unroll = std::max<int64_t>(1, ctx.options.itemsPerIteration);
   while (unroll > 1 && carried + unroll * perItem > plan.kRegisterBudget)
     unroll /= 2;
   return unroll;
@@ -349,7 +349,7 @@ int64_t WorkloadPlanner::planItemsPerIteration() {
 /// allows it, on the indexer side, unless the option forbids it), and what
 /// the loop carries.
 void WorkloadPlanner::planHoistAndRowPart() {
-  plan.hoist = indexerSide && plan.hoist && ctx.hoistPerRow;
+  plan.hoist = indexerSide && plan.hoist && ctx.options.hoist;
   planRowPart();
 }
 
@@ -404,7 +404,7 @@ static Value loadedInput(Value v) {
 /// (the literal form is what envelope-identity=false asks for).
 void WorkloadPlanner::planEnvelopeMMA() {
   plan.mma = {};
-  if (!indexerSide || !ctx.envelopeMMA || !ctx.envelopeIdentity)
+  if (!indexerSide || !ctx.options.envelopeMMA || !ctx.options.envelopeIdentity)
     return;
   const llvm::SetVector<Value> &inputs = plan.inputs;
   auto isBF16 = [&](Value v) {
@@ -493,7 +493,7 @@ LogicalResult WorkloadPlanner::planKernel() {
       columns = 16;
   }
   int64_t natural = std::clamp<int64_t>(widest / columns, 1, 32);
-  int64_t forced = ctx.lanes;
+  int64_t forced = ctx.options.lanes;
   lanes = forced ? forced : natural;
   bool known = true;
   if (failed(inferShapes(known))) {
@@ -510,14 +510,14 @@ LogicalResult WorkloadPlanner::planKernel() {
   }
   planHoistAndRowPart();
   if (!forced && indexerSide && lanes == natural && natural >= 4 &&
-      tryWiderLanes(natural / 2) && ctx.sectorSlices)
+      tryWiderLanes(natural / 2) && ctx.options.sectorSlices)
     planSectorSlices(columns);
   plan.lanes = lanes;
   plan.sliceColumns = sliceColumns;
   plan.narrow = lanes == 1 && natural > 1;
   planEnvelopeMMA();
   plan.itemsPerIteration = indexerSide ? planItemsPerIteration() : 1;
-  plan.threads = ctx.threads;
+  plan.threads = ctx.options.threadsPerCTA;
   plan.itemsPerWarp = 32 / lanes;
   plan.groupsPerCTA = plan.threads / 32 * plan.itemsPerWarp;
   return success();
@@ -554,7 +554,7 @@ LogicalResult mlir::vortex::gpugen::reportWorkloadPlan(FlowContext &ctx,
 bool mlir::vortex::gpugen::isStreamed(const FlowContext &ctx,
                                       const KernelPlan &plan, Value v,
                                       StringRef buffer) {
-  if (!ctx.streamingLoads || cast<VTensorType>(v.getType()).isParameter())
+  if (!ctx.options.streamingLoads || cast<VTensorType>(v.getType()).isParameter())
     return false;
   return llvm::none_of(plan.stores, [&](const PendingStore &s) {
     return s.buffer == buffer;
@@ -577,7 +577,7 @@ DictionaryAttr mlir::vortex::gpugen::planAttr(MLIRContext *context,
     attrs.push_back(b.getNamedAttr(
         "items_per_iteration", b.getI64IntegerAttr(plan.itemsPerIteration)));
     attrs.push_back(b.getNamedAttr("ctas_per_sm",
-                                   b.getI64IntegerAttr(ctx.ctasPerSM)));
+                                   b.getI64IntegerAttr(ctx.options.ctasPerSM)));
     attrs.push_back(b.getNamedAttr(
         "carried_registers", b.getI64IntegerAttr(plan.carriedRegisters)));
     attrs.push_back(b.getNamedAttr("item_registers",
@@ -598,13 +598,13 @@ KernelRecord mlir::vortex::gpugen::kernelRecord(const FlowContext &ctx,
   rec.step = plan.indexerSide ? Step::Indexer : Step::Cache;
   if (plan.indexerSide) {
     rec.gridKind = "persistent";
-    rec.ctasPerSM = ctx.ctasPerSM;
+    rec.ctasPerSM = ctx.options.ctasPerSM;
   } else {
     rec.gridKind = "items";
     rec.itemsOf = abi::kNumNew.str();
     rec.perCTA = plan.groupsPerCTA;
   }
-  rec.threads = ctx.threads;
+  rec.threads = ctx.options.threadsPerCTA;
   rec.params.assign(plan.params.begin(), plan.params.end());
   rec.reads.assign(plan.reads.begin(), plan.reads.end());
   rec.writes.assign(plan.writes.begin(), plan.writes.end());

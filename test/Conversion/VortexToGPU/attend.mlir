@@ -4,7 +4,7 @@
 // The vortex-to-nvvm option reaches the pass, and sm_75 (no bf16 mma.sync)
 // keeps the CUDA-core kernel.
 // RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
-// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="attend-mma=false" | FileCheck %s --check-prefix=NVVM-OFF
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="to-gpu=attend-mma=false" | FileCheck %s --check-prefix=NVVM-OFF
 // RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="chip=sm_75" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // The PTX assembles, and the manifest records the attend step.

@@ -4,7 +4,7 @@
 // The vortex-to-nvvm option reaches the pass, and sm_75 (no bf16 mma.sync)
 // keeps the fused multiply-adds.
 // RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
-// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-mma=false" | FileCheck %s --check-prefix=NVVM-OFF
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="to-gpu=envelope-mma=false" | FileCheck %s --check-prefix=NVVM-OFF
 // RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="chip=sm_75" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // Envelope sums on tensor cores (docs/gpu.md, "Envelope sums on tensor

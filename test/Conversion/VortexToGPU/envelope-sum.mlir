@@ -2,8 +2,8 @@
 // RUN: vortex-opt %s --split-input-file --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu=envelope-identity=false | FileCheck %s --check-prefix=OFF
 // The vortex-to-nvvm option reaches the pass: libdevice's fmaf (inlined at
 // serialization) with it, the maxima without.
-// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-mma=false" | FileCheck %s --check-prefix=NVVM
-// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="envelope-identity=false" | FileCheck %s --check-prefix=NVVM-OFF
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="to-gpu=envelope-mma=false" | FileCheck %s --check-prefix=NVVM
+// RUN: vortex-opt %s --split-input-file --vortex-nvvm-stage-lower="to-gpu=envelope-identity=false" | FileCheck %s --check-prefix=NVVM-OFF
 //
 // Envelope sums (docs/gpu.md, "Envelope sums"): sum over the columns of
 // max(x * a, x * b) becomes (x (a + b) + |x| |a - b|) / 2, two fused

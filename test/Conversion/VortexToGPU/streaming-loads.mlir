@@ -3,10 +3,10 @@
 // The vortex-to-nvvm option reaches the pass, and the marked loads leave
 // the NVVM stage as inline ld.global.L1::no_allocate.
 // RUN: vortex-opt %s --vortex-nvvm-stage-lower | FileCheck %s --check-prefix=NVVM
-// RUN: vortex-opt %s --vortex-nvvm-stage-lower="streaming-loads=false" | FileCheck %s --check-prefix=NVVM-OFF
+// RUN: vortex-opt %s --vortex-nvvm-stage-lower="to-gpu=streaming-loads=false" | FileCheck %s --check-prefix=NVVM-OFF
 // With a lane's 32 bytes contiguous, a 32-byte load becomes two 16-byte
 // ones, the second at +16.
-// RUN: vortex-opt %s --vortex-nvvm-stage-lower="sector-slices=false" | FileCheck %s --check-prefix=NVVM-WIDE
+// RUN: vortex-opt %s --vortex-nvvm-stage-lower="to-gpu=sector-slices=false" | FileCheck %s --check-prefix=NVVM-WIDE
 //
 // Streaming loads (docs/gpu.md, "Streaming loads"): a workload kernel's
 // rows read once (a paged row gathered by block id, a ragged row at a CSR
