@@ -77,8 +77,8 @@ class Driver:
 
 def pick_splits(rows, total, sms, slots):
     """The launch rule (docs/gpu.md "Attention"), from its one home,
-    vortex.manifest.kv_splits (what the runtime launches with)."""
-    from vortex.manifest import kv_splits
+    vortex.runtime.manifest.kv_splits (what the runtime launches with)."""
+    from vortex.runtime.manifest import kv_splits
     return kv_splits(rows, total // rows if rows else 0, sms, slots)
 
 

@@ -2,7 +2,7 @@
 """The attend and decode torch ops on CUDA through the runtime (issue 35):
 `flow.attend` and `flow.decode` of a GPU build (vortex-compile --target=sm_90)
 against eager.attend / eager.decode in float64, the float64 numpy reference
-(vortex.reference_attention) and the CPU build's ops, on rows of 0, 1 and
+(vortex.semantics.reference_attention) and the CPU build's ops, on rows of 0, 1 and
 many blocks with partial last blocks and NaN in every pool slot no row's
 length covers; then under torch.compile(fullgraph=True) and replayed from
 one captured CUDA graph (outputs zeroed before the replay).
@@ -20,9 +20,10 @@ import numpy as np
 import torch
 
 import vortex
-from vortex import eager, native
-from vortex.manifest import selected_count
-from vortex.reference_attention import attend as reference_attend
+from vortex.semantics import eager
+from vortex.runtime import native
+from vortex.runtime.manifest import selected_count
+from vortex.semantics.reference_attention import attend as reference_attend
 from vortex.testing.attention import make_case
 
 failures = []

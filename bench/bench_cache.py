@@ -20,7 +20,7 @@ import sys
 import torch
 
 import vortex
-from vortex.manifest import DTYPES, Manifest
+from vortex.runtime.manifest import DTYPES, Manifest
 
 
 def main() -> int:

@@ -60,7 +60,7 @@ is skipped (listed in the table). 128K x B 64 x 8 heads is 34 GB of K + V +
 2 GB of summaries: it fits. Rows hold exactly L tokens (kv_last_len = 16).
 
 Our attend/decode go through ONE adapter (class Ours): `flow.attend` /
-`flow.decode` (python/vortex/ops.py of branch attend) when the loaded
+`flow.decode` (python/vortex/runtime/ops.py of branch attend) when the loaded
 vortex has them and they run on the device; otherwise the manifest's attend
 kernels launched directly through bench/attend_gpu_check.py's ctypes driver
 (splits by its pick_splits rule), after `flow.indexer` for decode. The path
@@ -90,7 +90,7 @@ import torch
 import torch.nn.functional as F
 
 import vortex
-from vortex.manifest import DTYPES, Manifest, budget
+from vortex.runtime.manifest import DTYPES, Manifest, budget
 
 import bench_indexer as bi  # bench/bench_indexer.py
 

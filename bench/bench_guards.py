@@ -29,9 +29,9 @@ import torch
 from bench_indexer import (Sets, copy_bandwidth, graph_of, l2_bytes,
                            run_ours, score_floor_bytes, time_cuda,
                            topk_floor_bytes)
-from vortex import reference as npref
-from vortex import runtime
-from vortex.manifest import Manifest, budget
+from vortex.semantics import reference as npref
+from vortex.runtime import cuda as runtime
+from vortex.runtime.manifest import Manifest, budget
 
 
 def main(argv=None) -> int:

@@ -23,7 +23,7 @@ Measured (median of --reps timed runs after warm-up, CUDA events):
       alternating, and averaged;
   (c) the HBM floors: bytes the step must move / measured copy bandwidth;
   (d) torch.compile of the torch reference of the same step
-      (eager mode of the flow's Python module, vortex.eager.indexer, max_n
+      (eager mode of the flow's Python module, vortex.semantics.eager.indexer, max_n
       static; --compile-mode), launched plainly and captured in a CUDA
       graph of the same K steps as ours;
   (e) the eager torch reference;
@@ -78,10 +78,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from vortex import reference as npref
-from vortex import runtime
-from vortex import eager
-from vortex.manifest import DTYPES, Manifest, budget
+from vortex.semantics import reference as npref
+from vortex.runtime import cuda as runtime
+from vortex.semantics import eager
+from vortex.runtime.manifest import DTYPES, Manifest, budget
 
 import peers  # bench/peers.py
 

@@ -39,8 +39,8 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 import vortex
-from vortex import native
-from vortex.manifest import DTYPES, Manifest
+from vortex.runtime import native
+from vortex.runtime.manifest import DTYPES, Manifest
 
 _FLUSH = None
 

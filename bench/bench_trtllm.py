@@ -32,9 +32,9 @@ import torch
 from bench_indexer import (Sets, compare_selection, graph_of,
                            l2_bytes, run_ours, time_cuda)
 
-from vortex import reference as npref
-from vortex import runtime
-from vortex.manifest import Manifest
+from vortex.semantics import reference as npref
+from vortex.runtime import cuda as runtime
+from vortex.runtime.manifest import Manifest
 
 K_STEPS = 16
 K_MEAN, K_MAX = 32, 16  # the flow's TopK(k) (test/Python/Inputs/trtllm_flow.py)

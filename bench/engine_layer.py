@@ -34,7 +34,7 @@ import triton.testing
 import vortex
 from bench_indexer import copy_bandwidth   # bench/: bytes/s, read + write
 from vortex.integrations.transformers import PagedVortex
-from vortex.runtime import chain_launches_default
+from vortex.runtime.cuda import chain_launches_default
 
 
 def graph_ms(fn):

@@ -25,7 +25,7 @@ import torch
 
 import vortex
 from bench_torch_ops import host_us, indexer_problem
-from vortex.manifest import Manifest
+from vortex.runtime.manifest import Manifest
 
 
 def setup(path: str, B: int, heads: int, n: int):

@@ -24,7 +24,7 @@ import sys
 import torch
 
 import vortex
-from vortex.manifest import Manifest
+from vortex.runtime.manifest import Manifest
 from bench_torch_ops import indexer_problem
 
 

@@ -93,7 +93,7 @@ def triton_step(flow_name: str, cfg, cache: Dict[str, torch.Tensor], R: int,
     triton, quest, centroid = _kernels()
     G, D = cfg.group_size, cfg.head_dim
     bos, eos = cfg.bos, cfg.eos
-    kept = cfg.budget(n)  # cfg: vortex.reference.Config
+    kept = cfg.budget(n)  # cfg: vortex.semantics.reference.Config
     k_mid = min(kept, n) - bos - eos
     dev = torch.device("cuda")
     scores = torch.empty((R, n), dtype=torch.float32, device=dev)

@@ -3,12 +3,12 @@
 #
 #   scripts/build-native.sh [-v]
 #
-# Builds python/vortex/native/launcher.cpp (a torch C++ extension; needs a
-# CUDA build of torch, the CUDA toolkit and ninja, not a GPU) into its cache
-# directory ($VORTEX_NATIVE_DIR, else ~/.cache/vortex/native/...) and prints
-# the path of the built module. Exits non-zero, with the compiler's output,
-# when the build fails. PYTHON picks the interpreter (default python3),
-# which must have the vortex package installed (docs/python.md).
+# Builds python/vortex/runtime/native/launcher.cpp (a torch C++ extension;
+# needs a CUDA build of torch, the CUDA toolkit and ninja, not a GPU) into its
+# cache directory ($VORTEX_NATIVE_DIR, else ~/.cache/vortex/native/...) and
+# prints the path of the built module. Exits non-zero, with the compiler's
+# output, when the build fails. PYTHON picks the interpreter (default
+# python3), which must have the vortex package installed (docs/python.md).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -19,4 +19,4 @@ PY="${PYTHON:-python3}"
        "machine without MLIR)" >&2
   exit 1
 }
-exec "$PY" -m vortex.native "$@"
+exec "$PY" -m vortex.runtime.native "$@"

@@ -10,14 +10,37 @@ function still closes a cycle; it only hides it until the call). Importing
 children is not a cycle. The root package is the top of the stack and is
 not inherited this way. Imports through `importlib` are not seen.
 
+For vortex it also checks the leaves of the stack (`LEAVES`): modules that
+import no module of the package, and must not. The float64 oracle stays
+independent of the code it checks, the manifest and the attend contract
+are the runtimes' shared bottom, and the role folders' `__init__`s
+(`compiler/`, `runtime/`, `semantics/`) import nothing, so that importing
+one module of a folder does not import the rest of it (docs/design.md,
+"The Python package's import order").
+
     python3 scripts/check-imports.py [PACKAGE_DIR]   # default: python/vortex
 
 Prints each cycle (its modules, and one import of each edge with its line)
+and each leaf that imports a module of the package (or no longer exists),
 and exits 1 if there is any; else the module count.
 """
 import ast
 import os
 import sys
+
+# {package: modules that must import none of the package's modules}.
+LEAVES = {
+    "vortex": [
+        "vortex.environment",
+        "vortex.compiler",              # the role folders' __init__s
+        "vortex.runtime",
+        "vortex.semantics",
+        "vortex.runtime.attention",     # the attend and decode contract
+        "vortex.runtime.manifest",      # the manifest and its validator
+        "vortex.semantics.reference",   # the float64 numpy oracle
+        "vortex.semantics.reference_attention",
+    ],
+}
 
 
 def modules(root):
@@ -150,8 +173,20 @@ def main(argv):
                         f"{where[1]})" if isinstance(where, tuple) else \
                         f" (line {where})"
                     print(f"  {m} -> {t}{via}")
-    if found:
-        print(f"check-imports: {len(found)} cycle(s)")
+    bad_leaves = 0
+    for leaf in LEAVES.get(os.path.basename(os.path.abspath(root)), []):
+        if leaf not in mods:
+            print(f"leaf {leaf}: no such module (update LEAVES)")
+            bad_leaves += 1
+            continue
+        for t, where in sorted(edges[leaf].items()):
+            if not isinstance(where, tuple):
+                print(f"leaf {leaf} imports {t} (line {where})")
+                bad_leaves += 1
+    if found or bad_leaves:
+        print(f"check-imports: {len(found)} cycle(s), {bad_leaves} leaf "
+              f"problem(s)" if bad_leaves else
+              f"check-imports: {len(found)} cycle(s)")
         return 1
     print(f"check-imports: ok ({len(mods)} modules, no cycles)")
     return 0

@@ -9,11 +9,11 @@
 `compile` runs `vortex-compile` (artifacts + manifest, cached by content);
 `load` reads a manifest and registers one torch op per step under
 `torch.ops.vortex` (CPU impl: the shared object; CUDA impl: the cubin).
-`compile_flow` is the numpy API of the CPU path; `vortex.reference` is an
-independent float64 numpy model of the semantics (docs/contract.md). A
-missing piece of the machine's setup raises `SetupError`, one line that
-says how to fix it. The checks (problem generators, torch-op and GPU
-checks, the demo) live apart, in `vortex.testing`.
+`compile_flow` is the numpy API of the CPU path; `vortex.semantics.reference`
+is an independent float64 numpy model of the semantics (docs/contract.md). A
+missing piece of the machine's setup raises `SetupError`, one line that says
+how to fix it. The checks (problem generators, torch-op and GPU checks, the
+demo) live apart, in `vortex.testing`.
 
 Flows written as vortex_torch modules (`vortex.flow`, `vortex.indexer`,
 `vortex.cache`, `vortex.abs`; the shipped ones in `vortex.flows`) are traced
@@ -21,9 +21,9 @@ with `trace(flow, FlowConfig(...))` and compiled with `compile(flow,
 FlowConfig(...), target=...)`; see `vortex.api` and `vortex.frontend`.
 """
 
-from .compiler import VortexCompileError, find_tool
+from .compiler.driver import VortexCompileError, find_tool
 from .environment import SetupError
-from .cpu import CompiledFlow, FlowInfo, compile_flow
+from .runtime.cpu import CompiledFlow, FlowInfo, compile_flow
 # The Python front end: vortex_torch-style flows. Its `compile` takes IR as
 # compiler.compile does and also a vFlow (instance, class or registered
 # name) with a FlowConfig, which it traces first.
@@ -32,14 +32,14 @@ from .frontend import FlowConfig, FlowError
 
 
 # Raised by Flow.check() when a GPU kernel's guard failed (docs/gpu.md).
-from .runtime import FlowCheckError
+from .runtime.cuda import FlowCheckError
 
 
 def load(manifest_path, device=None, params=None, debug=None):
-    """A compiled flow as torch ops (see `vortex.ops.Flow`); `params` binds
-    its parameters (learned constants); `debug` checks the GPU guards after
-    every step (default: the VORTEX_DEBUG environment variable)."""
-    from .ops import load as _load
+    """A compiled flow as torch ops (see `vortex.runtime.ops.Flow`); `params`
+    binds its parameters (learned constants); `debug` checks the GPU guards
+    after every step (default: the VORTEX_DEBUG environment variable)."""
+    from .runtime.ops import load as _load
     return _load(manifest_path, device, params, debug)
 
 

@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                            help="skip vortex-opt")
     v = sub.add_parser("verify", help="trace, verify and lower a flow on "
                        "both back ends over a sweep of configs, launching "
-                       "nothing (vortex.sweep)")
+                       "nothing (vortex.compiler.sweep)")
     v.add_argument("file", nargs="?", help="flow module (.py)")
     v.add_argument("--flow", help="registered flow name (or, without FILE, "
                    "a shipped example)")
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                           ("block-sizes", "BLOCK_SIZES"),
                           ("page-ratios", "PAGE_RATIOS")):
         v.add_argument("--" + knob, type=int, nargs="+", default=None,
-                       help=f"default: vortex.sweep.{default}")
+                       help=f"default: vortex.compiler.sweep.{default}")
     v.add_argument("-j", "--jobs", type=int, default=2)
     ls = sub.add_parser("list", help="list the registered flows")
     ls.add_argument("file", nargs="?")
@@ -123,7 +123,7 @@ def _resolve(args):
 
 
 def _verify(args) -> int:
-    from . import sweep
+    from .compiler import sweep
     flow, base, name = _resolve(args)
     base = FlowConfig.coerce(base)
     pick = {k: getattr(args, k) or getattr(sweep, d) for k, d in (
@@ -141,7 +141,7 @@ def _verify(args) -> int:
 
 
 def _run(args) -> int:
-    from . import compiler
+    from .compiler import driver as compiler
     from . import api
     if args.command == "verify":
         return _verify(args)
@@ -207,7 +207,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _guarded(run) -> int:
     """Setup failures as their one line; a failed compile as the tool's
     own diagnostics (the command line is in the exception's message)."""
-    from .compiler import VortexCompileError
+    from .compiler.driver import VortexCompileError
     from .environment import SetupError
     try:
         return run()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from . import compiler
+from .compiler import driver as compiler
 from . import flows as shipped     # registers the shipped flows by name
 from .flow import registry
 from .flow.flow import flow_name, vFlow
@@ -99,11 +99,12 @@ def compile(source: Any, *args: Any, config: ConfigLike = None,
             name: Optional[str] = None, init_kwargs: Optional[Mapping] = None,
             **kwargs: Any) -> str:
     """`vortex.compile`: IR (a .mlir path or text) exactly as
-    `vortex.compiler.compile(source, target="cpu", out_dir=None, flow=None,
-    options=(), use_cache=True)`, or a vFlow (instance, class or registered
-    name) traced under `config` first, with the same remaining parameters:
-    `vortex.compile(flow, FlowConfig(...), target="sm_90")`. Config fields
-    given as keywords (group_size=5) override. Returns the manifest path."""
+    `vortex.compiler.driver.compile(source, target="cpu", out_dir=None,
+    flow=None, options=(), use_cache=True)`, or a vFlow (instance, class or
+    registered name) traced under `config` first, with the same remaining
+    parameters: `vortex.compile(flow, FlowConfig(...), target="sm_90")`. Config
+    fields given as keywords (group_size=5) override. Returns the manifest
+    path."""
     if not _is_flow(source):
         if config is not None or name is not None or init_kwargs:
             raise TypeError("config, name and init_kwargs apply to a vFlow, "

@@ -36,11 +36,12 @@ class ContextBase:
 
     def run_op(self, op: Any, args: Tuple[Any, ...],
                kwargs: Mapping[str, Any]) -> Any:
-        """Run one op call in `Mode.execute`. Only an executing context
-        can (vortex.eager's, which overrides this): the op layer does not
+        """Run one op call in `Mode.execute`. Only an executing context can
+        (vortex.semantics.eager's, which overrides this): the op layer does not
         know how ops execute."""
         raise TypeError(f"{type(op).__name__}: eager execution needs the "
-                        "context of vortex.eager.indexer / cache_step")
+                        "context of vortex.semantics.eager.indexer / "
+                        "cache_step")
 
     def __repr__(self) -> str:
         mode = self.mode.name if self.mode is not None else None

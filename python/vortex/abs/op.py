@@ -5,7 +5,7 @@ call site) and called as `op(*values, ctx=ctx, ...)`. `__call__` is the one
 dispatch point on the context's mode: `Mode.profile` (tracing) runs
 `profile`, which checks the call and hands it to the op's `trace` (compute
 the result type, append the MLIR op); `Mode.execute` or no context runs
-`execute`, eager execution with torch primitives (`vortex.eager`).
+`execute`, eager execution with torch primitives (`vortex.semantics.eager`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class vOp(ABC):
 
     def execute(self, *args: Any, ctx: Any = None, **kwargs: Any) -> Any:
         """Run the call eagerly on torch tensors: the executing context
-        (vortex.eager's) runs it."""
+        (vortex.semantics.eager's) runs it."""
         if not isinstance(ctx, ContextBase):
             ctx = ContextBase()        # which refuses, naming the op
         return ctx.run_op(self, args, kwargs)

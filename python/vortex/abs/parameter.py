@@ -11,11 +11,11 @@
 
 A parameter is a batch-shared `[1, r, c]` value in the PARAMETER format:
 every row and position sees the same value. It is read-only in both steps.
-Traced, it becomes a flow parameter (`params(w = [r, c])`), passed at run
-time like a field (`vortex.load(path, params=flow.parameters())`); in eager
-mode it is its torch tensor, so a flow's weights train with autograd
-(`vortex.eager`). Its name is the flow attribute holding it unless given.
-vortex_torch keeps `[L, ...]` weights for all layers and gathers the
+Traced, it becomes a flow parameter (`params(w = [r, c])`), passed at run time
+like a field (`vortex.load(path, params=flow.parameters())`); in eager mode it
+is its torch tensor, so a flow's weights train with autograd
+(`vortex.semantics.eager`). Its name is the flow attribute holding it unless
+given. vortex_torch keeps `[L, ...]` weights for all layers and gathers the
 current one; a vortex flow holds one layer's `[r, c]`.
 """
 

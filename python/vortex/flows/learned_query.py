@@ -4,9 +4,9 @@ per-channel query weighting (a PARAMETER weight, vortex.abs.Parameter).
     c_p      = mean_{t in p} k_t                       (cache side)
     score(p) = < mean_h(q_h) * w , c_p >               (indexer side)
 
-Not one of vortex_torch's shipped flows: the example of a flow whose
-weights train in eager mode (vortex.eager) and are bound to the compiled
-flow (`vortex.load(path, params=flow.parameters())`); docs/python.md.
+Not one of vortex_torch's shipped flows: the example of a flow whose weights
+train in eager mode (vortex.semantics.eager) and are bound to the compiled flow
+(`vortex.load(path, params=flow.parameters())`); docs/python.md.
 """
 
 from typing import Dict

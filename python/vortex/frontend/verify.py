@@ -14,7 +14,7 @@ import re
 import subprocess
 from typing import List, Optional, Tuple
 
-from ..compiler import VortexCompileError, find_tool
+from ..compiler.driver import VortexCompileError, find_tool
 from .errors import FlowVerifyError
 from .source import Site
 

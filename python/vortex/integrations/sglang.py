@@ -36,8 +36,8 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, Iterable
 
 from vortex.environment import import_torch
-from vortex.manifest import DTYPES, budget
-from vortex.paging import slot_blocks, slot_rows
+from vortex.runtime.manifest import DTYPES, budget
+from vortex.runtime.paging import slot_blocks, slot_rows
 
 torch = import_torch()
 

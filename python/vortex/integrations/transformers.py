@@ -41,7 +41,7 @@ import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from vortex.environment import import_torch
-from vortex.paging import slot_blocks, slot_rows
+from vortex.runtime.paging import slot_blocks, slot_rows
 
 torch = import_torch()
 

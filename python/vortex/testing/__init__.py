@@ -1,5 +1,6 @@
 """Random problems and end-to-end checks of compiled flows against
-`vortex.reference` (used by test/Python and `python -m vortex.testing.demo`)."""
+`vortex.semantics.reference` (used by test/Python and
+`python -m vortex.testing.demo`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import reference as ref
-from ..cpu import CompiledFlow
+from ..semantics import reference as ref
+from ..runtime.cpu import CompiledFlow
 from ..environment import install_prefix, source_root
 
 class Tally:
@@ -218,9 +219,9 @@ def check_shipped_flow(path: str, sign_cases=((0, 0),), seeds=(1,),
                        lengths=SHIPPED_LENGTHS, indexer_steps: int = 2,
                        out=print) -> int:
     """Compile the flow at `path`, run cache step + indexer steps on random
-    problems and compare with `vortex.reference`. Prints one line per step;
-    returns the number of failing steps."""
-    from ..cpu import compile_flow
+    problems and compare with `vortex.semantics.reference`. Prints one line per
+    step; returns the number of failing steps."""
+    from ..runtime.cpu import compile_flow
     flow = compile_flow(path)
     if flow.name not in ref.FLOWS:
         out(f"FAIL {flow.name}: no reference model")

@@ -1,13 +1,13 @@
 """Problems and checks of attention (test/Python/attend_*.py): paged pools
 with NaN past every row's length and in every block no row uses, CSRs with
 rows of 0, 1 and several blocks, partial last blocks, and the comparison
-against the float64 reference (vortex.reference_attention)."""
+against the float64 reference (vortex.semantics.reference_attention)."""
 
 import os
 
 import numpy as np
 
-from ..reference_attention import attend as reference_attend
+from ..semantics.reference_attention import attend as reference_attend
 
 # f32 compute against the float64 reference: a softmax over a few hundred
 # tokens of D <= 128 loses a few ulps of f32.
@@ -66,8 +66,8 @@ def check_shipped_decode(names):
     the pool holds NaN past every row's length."""
     import torch
 
-    from .. import compiler
-    from ..ops import load
+    from ..compiler import driver as compiler
+    from ..runtime.ops import load
     from . import EXAMPLES
 
     rng = np.random.default_rng(5)

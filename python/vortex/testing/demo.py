@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from .. import reference as ref
+from ..semantics import reference as ref
 from .. import testing
-from ..cpu import compile_flow
+from ..runtime.cpu import compile_flow
 
 DEFAULT_FLOW = os.path.join(testing.EXAMPLES, "block_sparse_attention.mlir")
 

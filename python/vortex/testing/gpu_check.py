@@ -11,8 +11,8 @@ size G; head_dim from its config):
    with spare blocks that no row uses; fields poisoned with -7;
    rows around 4096 scored blocks and one of 9001 blocks;
 2. the cache step on every used block (shuffled) through the flow's torch
-   op and through eager mode of the flow's Python module (`vortex.eager`,
-   the reference): fields compared (rtol = atol =
+   op and through eager mode of the flow's Python module
+   (`vortex.semantics.eager`, the reference): fields compared (rtol = atol =
    1e-2, bf16 storage); unused blocks must still hold -7;
 3. the indexer step, with the sparse outputs poisoned with -7, against the
    reference run on a copy of the GPU's cache state: sparse_kv_indptr
@@ -26,8 +26,8 @@ size G; head_dim from its config):
    the step (saves) compared like the cache step; flows that save run a
    second step on the updated state.
 
-Before the flows, `--selftest` (on by default) checks eager mode itself
-against the float64 numpy model `vortex.reference` on a small problem of
+Before the flows, `--selftest` (on by default) checks eager mode itself against
+the float64 numpy model `vortex.semantics.reference` on a small problem of
 every shipped flow (exact selections, scores to 1e-4).
 
 Prints PASS/FAIL per flow with counts and a final `N passed, M failed`;
@@ -48,10 +48,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .. import reference as npref
-from .. import ops as vortex_ops
-from ..manifest import DTYPES, Manifest
-from .. import eager
+from ..semantics import reference as npref
+from ..runtime import ops as vortex_ops
+from ..runtime.manifest import DTYPES, Manifest
+from ..semantics import eager
 
 POISON = -7
 FIELD_RTOL = 1e-2
@@ -507,7 +507,8 @@ def selftest(device) -> List[str]:
         sp, si = sp.cpu().numpy(), si.cpu().numpy()
         if sp.tolist() != want.indptr.tolist() or \
                 si[:sp[-1]].tolist() != want.indices.tolist():
-            problems.append(f"{name}: selection differs from vortex.reference")
+            problems.append(f"{name}: selection differs from "
+                            "vortex.semantics.reference")
         for f in fields:
             d = np.abs(cache_np[f] - cache_t[f].cpu().numpy()).max()
             if d > 1e-4:
@@ -569,13 +570,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             probs = ["exception:\n" + traceback.format_exc()]
         if probs:
             failed += 1
-            print("FAIL reference self-test (eager mode vs vortex.reference)")
+            print("FAIL reference self-test (eager mode vs "
+                  "vortex.semantics.reference)")
             for p in probs[:MAX_PROBLEMS_SHOWN]:
                 print("    " + p)
         else:
             passed += 1
-            print(f"PASS reference self-test: eager mode vs vortex.reference "
-                  f"({len(npref.FLOWS)} flows)")
+            print("PASS reference self-test: eager mode vs "
+                  f"vortex.semantics.reference ({len(npref.FLOWS)} flows)")
 
     paths = sorted(glob.glob(os.path.join(args.artifacts, "*.manifest.json")))
     if args.manifest:

@@ -7,12 +7,12 @@ gives; this check writes the scores itself and launches only the flow's
 top-k kernels (each CTA shape of the launch's `choice` in turn), so the
 data the selection finds hard are all covered: ties (small integers, a
 constant row, integers a few to a value bin), heavy tails (Student t,
-Cauchy), all-negative rows, NaN and +-inf, a range that overflows
-(+-3e38), subnormal and tiny scores, rows longer than the keys a CTA holds
-in registers, and k above a CTA's thread count (the bitonic sort) from the
-flow's `topk_ratio`. Every row must equal `vortex.reference.topk_select`
-element for element: BOS, the middle in descending score order with ties
-to the lower position and NaN below every number, then EOS. A top-k that
+Cauchy), all-negative rows, NaN and +-inf, a range that overflows (+-3e38),
+subnormal and tiny scores, rows longer than the keys a CTA holds in registers,
+and k above a CTA's thread count (the bitonic sort) from the flow's
+`topk_ratio`. Every row must equal `vortex.semantics.reference.topk_select`
+element for element: BOS, the middle in descending score order with ties to the
+lower position and NaN below every number, then EOS. A top-k that
 stores a saved score (docs/gpu.md, "Saves in the top-k") gets its field
 poisoned; with more rows than its `saves_min_rows` every position
 [start, end - eos) of a selecting row must hold the score rounded to the
@@ -29,9 +29,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import reference as ref
-from ..manifest import DTYPES, Manifest
-from ..runtime import load as load_gpu
+from ..semantics import reference as ref
+from ..runtime.manifest import DTYPES, Manifest
+from ..runtime.cuda import load as load_gpu
 
 POISON = -7
 

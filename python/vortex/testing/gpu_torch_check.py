@@ -43,9 +43,9 @@ from typing import Callable, Dict, List
 
 import torch
 
-from .. import native
-from .. import ops as vops
-from ..manifest import DTYPES, Manifest
+from ..runtime import native
+from ..runtime import ops as vops
+from ..runtime.manifest import DTYPES, Manifest
 
 POISON = -7
 
@@ -440,7 +440,7 @@ def check_guards(R: Report, path: str, flow: vops.Flow, P: Problem) -> None:
     tensors (each tensor sits between canary regions of one allocation) and
     are reported by flow.check(); valid input raises nothing."""
     tag = flow.name
-    from ..runtime import FlowCheckError
+    from ..runtime.cuda import FlowCheckError
     pad = 64
     canary = -12345
 

@@ -2,8 +2,8 @@
 as torch CPU tensors, `torch.library.opcheck` of both ops of a flow,
 `torch.compile(fullgraph=True)` against eager (no graph break, bit-identical
 outputs and cache tensors), and the op's numerics against the float64 numpy
-reference (`vortex.reference`, compared as `vortex.testing` does: selection
-up to ties, fields to rtol = atol = 1e-5).
+reference (`vortex.semantics.reference`, compared as `vortex.testing` does:
+selection up to ties, fields to rtol = atol = 1e-5).
 
     >>> from vortex.testing import torch_checks as tt
     >>> tt.main(["block_sparse_attention", "running_avg_block_sparse"])
@@ -21,9 +21,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .. import compiler
-from .. import reference as ref
-from ..ops import Flow, load
+from ..compiler import driver as compiler
+from ..semantics import reference as ref
+from ..runtime.ops import Flow, load
 from . import EXAMPLES, SHIPPED_LENGTHS, Tally
 
 __all__ = [

@@ -2,7 +2,7 @@
 # REQUIRES: numpy, torch
 #
 # The attend step of a compiled flow on the CPU against the float64
-# reference (vortex.reference_attention), through the numpy API
+# reference (vortex.semantics.reference_attention), through the numpy API
 # (CompiledFlow.attend) and the torch op (Flow.attend), to rtol = atol =
 # 2e-5: D 64, 80, 96 and 128; block sizes 8, 16, 32 and 64; G 1, 3, 5 and
 # 8; T 1 to 4 (causal over the last T tokens, with rows shorter than T);
@@ -17,7 +17,7 @@ import torch
 from vortex.testing.attention import check, make_case
 
 import vortex
-from vortex.cpu import CompiledFlow
+from vortex.runtime.cpu import CompiledFlow
 
 # (head_dim, block_size, group_size, query_tokens)
 CONFIGS = [(64, 8, 5, 1), (80, 16, 5, 3), (96, 32, 3, 2), (128, 64, 8, 1),

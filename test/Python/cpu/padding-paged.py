@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 CONFIG = ("block_size = 4, page_size = 4, head_dim = 6, group_size = 3, "

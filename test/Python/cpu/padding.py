@@ -9,14 +9,14 @@
 # ragged operand, or
 # the cache side's elementwise ops. Every value is saved (indexer) or
 # written (cache) into a field of its own and compared with
-# python/vortex/reference.py to rtol = atol = 1e-5, for the four sign
+# python/vortex/semantics/reference.py to rtol = atol = 1e-5, for the four sign
 # combinations of (q, k) and unsigned data. Reductions whose operand is a
 # paged tensor (k, v, a field) over a padded axis are in padding-paged.py.
 
 import sys
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 CONFIG = ("block_size = 4, page_size = 4, head_dim = 6, group_size = 3, "

@@ -3,7 +3,7 @@
 #
 # PARAMETER tensors on the CPU path. A flow with three learned parameters
 # (w [3, 8], scale [1, 8] and a non-power-of-two b6 [3, 6]) is compiled with
-# vortex.compile(text, target="cpu") and run through vortex.cpu.load(...)
+# vortex.compile(text, target="cpu") and run through vortex.runtime.cpu.load(...)
 # .run_step with numpy arrays: the parameters are step arguments of both
 # steps, bound at each call like fields. The cache step scales k by `scale`
 # and projects it by `w` (a parameter as gemm's x on the cache side); the
@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 import vortex
-from vortex import cpu
+from vortex.runtime import cpu
 
 BS, D, G = 4, 8, 2
 TOPK, RATIO, BOS, EOS = 2, 0.25, 1, 1

@@ -15,7 +15,7 @@
 import numpy as np
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 report = testing.Tally()

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 failures = 0

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 K_TOP, K_BOTTOM = 3, 2

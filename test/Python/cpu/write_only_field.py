@@ -15,7 +15,8 @@ import sys
 import torch
 
 import vortex
-from vortex import eager, testing
+from vortex import testing
+from vortex.semantics import eager
 from vortex.cache import Mean as CMean
 from vortex.flow import vFlow
 from vortex.indexer import GeMM, Mean, topK

@@ -1,9 +1,9 @@
 # RUN: %python %s
 # REQUIRES: numpy, torch
 #
-# Eager mode (vortex.eager): the shipped flows' Python modules run on torch
+# Eager mode (vortex.semantics.eager): the shipped flows' Python modules run on torch
 # tensors op by op. Checked against the independent float64 numpy model
-# (vortex.reference) for every shipped flow: scores to 1e-4 relative,
+# (vortex.semantics.reference) for every shipped flow: scores to 1e-4 relative,
 # selections and fields exactly (the GPU check's own self-test, run here on
 # the CPU). Also: eager mode is differentiable (gradients reach a field
 # and q through the score), plain torch code in a flow is refused, and an
@@ -13,7 +13,9 @@ import sys
 
 import torch
 
-from vortex import eager, testing
+from vortex import testing
+
+from vortex.semantics import eager
 from vortex.testing import gpu_check
 from vortex.flow import get
 from vortex import flows  # noqa: F401  (registers the shipped flows)
@@ -21,7 +23,7 @@ from vortex import flows  # noqa: F401  (registers the shipped flows)
 report = testing.Tally()
 
 problems = gpu_check.selftest(torch.device("cpu"))
-report(not problems, "eager mode == vortex.reference for every shipped "
+report(not problems, "eager mode == vortex.semantics.reference for every shipped "
        "flow (scores 1e-4, selections and fields exact)", problems)
 
 # Differentiable: d(score)/d(centroids) and d(score)/d(q) of block_sparse.
@@ -67,7 +69,7 @@ try:
     get("block_sparse_attention")().gemm(q, q)
     report(False, "an op called without a context raises")
 except TypeError as err:
-    report("vortex.eager" in str(err), "an op called without a context "
+    report("vortex.semantics.eager" in str(err), "an op called without a context "
            "raises", err)
 
 report.exit()

@@ -12,7 +12,8 @@
 import torch
 
 import vortex
-from vortex import eager, testing
+from vortex import testing
+from vortex.semantics import eager
 from vortex.cache import Mean as CMean
 from vortex.flow import vFlow
 from vortex.indexer import GeMM, Max, Mean, TopK, Union

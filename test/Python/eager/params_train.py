@@ -9,7 +9,7 @@
 # 3. the flow compiles for the CPU, runs as a torch op with the learned
 #    weight bound (`vortex.load(path, params=flow.parameters())`), and its
 #    selection equals the float64 numpy model's for that weight
-#    (vortex.reference.topk_select on numpy scores), exactly (f32 flow,
+#    (vortex.semantics.reference.topk_select on numpy scores), exactly (f32 flow,
 #    small-integer-free random data: ties have probability 0);
 # 4. binding errors name the parameter; an unbound parameter is refused.
 
@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 import vortex
-from vortex import eager, reference, testing
+from vortex import testing
+from vortex.semantics import eager
+from vortex.semantics import reference
 from vortex.abs import Parameter
 from vortex.cache import Mean as CMean
 from vortex.flow import register, vFlow

@@ -3,7 +3,7 @@
 #
 # End-to-end numerics of examples/h2o_sparse_attention.mlir on the CPU path: the cache step on
 # every block of the rows, then indexer steps with fresh queries, each checked
-# against the independent numpy reference (python/vortex/reference.py). Fields
+# against the independent numpy reference (python/vortex/semantics/reference.py). Fields
 # must agree to rtol = atol = 1e-5; per row the selected block sets must agree
 # up to ties (reference scores within 1e-4 relative of the selection threshold).
 

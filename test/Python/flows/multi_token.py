@@ -22,7 +22,7 @@ import numpy as np
 
 import vortex
 from vortex import testing
-from vortex.compiler import find_tool
+from vortex.compiler.driver import find_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")

@@ -41,9 +41,9 @@ import torch
 import vortex
 from vortex import cache as C
 from vortex import indexer as I
-from vortex import sweep
+from vortex.compiler import sweep
 from vortex.abs import Parameter
-from vortex.compiler import find_tool
+from vortex.compiler.driver import find_tool
 from vortex.flow import vFlow
 from vortex.frontend import FlowConfig
 from vortex.frontend.errors import FlowError, FlowVerifyError

@@ -5,7 +5,7 @@
 # the halves in parallel; together they cover vortex.flows.SHIPPED, the 14
 # files of examples/): each is compiled for the CPU from its traced IR,
 # loaded as torch ops (vortex.load) and run on torch CPU tensors against
-# the float64 numpy reference (vortex.reference.FLOWS): a cache step on
+# the float64 numpy reference (vortex.semantics.reference.FLOWS): a cache step on
 # every row block, then indexer steps with fresh queries (one more for
 # flows that save state); fields to rtol = atol = 1e-5, the selection up to
 # ties (vortex.testing.torch_checks.check_numerics). Rows: empty, one block,

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 from vortex.testing import torch_checks as tt
 from vortex.flow import build_vflow

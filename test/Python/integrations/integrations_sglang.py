@@ -13,7 +13,7 @@
 # for the batch); then 8 decode steps of plan_decode, and per layer
 # set_kv_buffer(out_cache_loc), forward(q, o=<preallocated buffer>), attend:
 #   - the dense CSR and kv_last_page_len equal a per-request rebuild;
-#   - every selection equals eager mode's (vortex.eager.indexer on the same
+#   - every selection equals eager mode's (vortex.semantics.eager.indexer on the same
 #     q, cache and CSR);
 #   - attention over the selection (flow.attend on the sparse CSR and `o`)
 #     equals a float64 softmax over the logical tokens of the selected
@@ -43,7 +43,7 @@ from unittest.mock import patch
 import torch
 
 import vortex
-from vortex import eager
+from vortex.semantics import eager
 from vortex.flows.block_sparse_attention import BlockSparseAttention
 from vortex.flows.gqa_quest_sparse_attention import GQAQuestSparseAttention
 from vortex.integrations import sglang as vs

@@ -262,7 +262,7 @@ assert s["kept_blocks"] < t["kept_blocks"] < t["dense_blocks"], (s, t)
 print(f"budget 2: {s}; layer 0 dense: {t}")
 
 # -- every decode step's selection equals eager mode's ---------------------
-from vortex import eager
+from vortex.semantics import eager
 
 eager_cfg = vortex.FlowConfig(block_size=BS, page_size=PS, head_dim=D,
                               group_size=2, topk_val=2, topk_ratio=0.0,

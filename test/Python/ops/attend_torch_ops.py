@@ -30,7 +30,7 @@ from vortex.testing.attention import check, make_case
 
 import vortex
 from vortex.flow import load_module
-from vortex import eager
+from vortex.semantics import eager
 
 D, B, G = 64, 16, 4
 rng = np.random.default_rng(7)

@@ -5,7 +5,7 @@
 # D = 8) writes the result of each cache op into a field of its own; the
 # cache step runs on the rows' blocks in random order (spare pool blocks
 # hold garbage and must stay untouched), and every field is compared with
-# python/vortex/reference.py to rtol = atol = 1e-5.
+# python/vortex/semantics/reference.py to rtol = atol = 1e-5.
 #
 # Covered: max / min / mean / l2norm over dims 1 and 2, the four *_interleave
 # ops over dims 1 (factor 2) and 2 (factor 4), gemm (k, v) per block,
@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 import vortex
-from vortex import testing, reference as ref
+from vortex import testing
+from vortex.semantics import reference as ref
 
 CONFIG = ("block_size = 4, page_size = 4, head_dim = 8, group_size = 2, "
           "topk_val = 3, topk_ratio = 2.500000e-01 : f64, reserved_bos = 1, "

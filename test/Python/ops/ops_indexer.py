@@ -6,7 +6,7 @@
 # catalog the shipped flows do not all cover and saves each result into a
 # field of its own; after one cache step and two indexer steps the fields
 # (the rows [0, n - eos) of the rows that need selection, per the save
-# contract) are compared with python/vortex/reference.py to rtol = atol =
+# contract) are compared with python/vortex/semantics/reference.py to rtol = atol =
 # 1e-5, and the selection up to ties.
 #
 # Covered: gemm (batched x and paged x), gemv, softmax (scale; [1, 3] and
@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 import vortex
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 CONFIG = ("block_size = 4, page_size = 4, head_dim = 8, group_size = 3, "

@@ -34,7 +34,7 @@ import tempfile
 import torch
 
 import vortex
-from vortex import ops
+from vortex.runtime import ops
 from vortex.testing import torch_checks as tt
 from vortex.testing import Tally
 

@@ -14,7 +14,7 @@
 #     has 0 graph breaks (torch._dynamo.explain) and matches eager bit for
 #     bit (torch.equal: outputs and every cache tensor), over two problems of
 #     different shapes and repeated calls;
-#   - the ops against the float64 numpy reference (vortex.reference): cache
+#   - the ops against the float64 numpy reference (vortex.semantics.reference): cache
 #     step (negative block ids skipped), then indexer steps; fields to
 #     rtol = atol = 1e-5, the selection up to ties. Rows: empty, one block,
 #     within budget, just and well over it.

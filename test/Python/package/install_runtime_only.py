@@ -32,7 +32,7 @@ CHILD = r"""
 import os, sys
 import vortex, torch
 from vortex import testing
-from vortex.compiler import find_tool
+from vortex.compiler.driver import find_tool
 site, out = sys.argv[1], sys.argv[2]
 print("vortex from the install:", vortex.__file__.startswith(site))
 print("examples:", os.path.isfile(os.path.join(

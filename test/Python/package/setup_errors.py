@@ -8,10 +8,10 @@
 # commands exit non-zero. Run in subprocesses, torch hidden where needed
 # (sys.modules["torch"] = None makes `import torch` fail as it does on a
 # machine without it).
-#   - torch missing: vortex.load, vortex.eager, python -m vortex.native;
+#   - torch missing: vortex.load, vortex.semantics.eager, python -m vortex.runtime.native;
 #   - a CPU-only torch asked to run a CUDA flow: vortex.load;
 #   - the native launcher failing to build (a CUDA toolkit that is not
-#     there): python -m vortex.native;
+#     there): python -m vortex.runtime.native;
 #   - vortex-compile missing: python -m vortex compile.
 # MLIR and CUDA missing are in test/Scripts/setup-errors.test.
 
@@ -55,13 +55,13 @@ raised("vortex.load without torch: TorchMissingError",
        HIDE_TORCH + f"import vortex; vortex.load({gpu_manifest!r})",
        "__import__('vortex.environment').environment.TorchMissingError",
        ["torch is not installed", "pip install torch==2.13.0"])
-raised("vortex.eager without torch: an ImportError that says the fix",
-       HIDE_TORCH + "from vortex import eager", "ImportError",
+raised("vortex.semantics.eager without torch: an ImportError that says the fix",
+       HIDE_TORCH + "from vortex.semantics import eager", "ImportError",
        ["torch is not installed", "pip install torch==2.13.0"])
-rc, _, err = run(HIDE_TORCH + "import runpy; sys.argv = ['vortex.native']; "
-                 "runpy.run_module('vortex.native', run_name='__main__')")
-one_line("python -m vortex.native without torch", rc, err,
-         ["vortex.native: unavailable: torch is not installed",
+rc, _, err = run(HIDE_TORCH + "import runpy; sys.argv = ['vortex.runtime.native']; "
+                 "runpy.run_module('vortex.runtime.native', run_name='__main__')")
+one_line("python -m vortex.runtime.native without torch", rc, err,
+         ["vortex.runtime.native: unavailable: torch is not installed",
           "pip install torch (a CUDA build)"])
 
 # A CPU-only torch asked to run a CUDA flow.
@@ -70,20 +70,20 @@ raised("vortex.load of a CUDA flow on a CPU-only torch",
        "__import__('vortex.environment').environment.SetupError",
        ["block_sparse_attention runs on CUDA", "is a CPU-only build",
         "pip install torch (a CUDA build)", "target='cpu'"])
-rc, _, err = run("import runpy, sys; sys.argv = ['vortex.native']; "
-                 "runpy.run_module('vortex.native', run_name='__main__')")
-one_line("python -m vortex.native on a CPU-only torch", rc, err,
+rc, _, err = run("import runpy, sys; sys.argv = ['vortex.runtime.native']; "
+                 "runpy.run_module('vortex.runtime.native', run_name='__main__')")
+one_line("python -m vortex.runtime.native on a CPU-only torch", rc, err,
          ["is a CPU-only build: pip install torch (a CUDA build)"])
 
 # The native launcher failing to build: torch taken for a CUDA build whose
 # toolkit is not there.
 rc, _, err = run(
     "import runpy, sys, torch; torch.version.cuda = '13.0'; "
-    "sys.argv = ['vortex.native']; "
-    "runpy.run_module('vortex.native', run_name='__main__')",
+    "sys.argv = ['vortex.runtime.native']; "
+    "runpy.run_module('vortex.runtime.native', run_name='__main__')",
     {"CUDA_HOME": os.path.join(out, "no-cuda"),
      "VORTEX_NATIVE_DIR": os.path.join(out, "native")})
-one_line("python -m vortex.native when the build fails", rc, err,
+one_line("python -m vortex.runtime.native when the build fails", rc, err,
          ["building launcher.cpp failed (",
           "install the CUDA toolkit (nvcc) and ninja, then "
           "scripts/build-native.sh -v shows the compiler's output"])

@@ -25,8 +25,10 @@ import time
 import numpy as np
 
 import vortex
-from vortex import compiler, cpu, testing
-from vortex.manifest import Manifest
+from vortex import testing
+from vortex.compiler import driver as compiler
+from vortex.runtime import cpu
+from vortex.runtime.manifest import Manifest
 
 failures = 0
 

@@ -11,7 +11,7 @@ import sys
 
 import vortex
 from vortex import testing
-from vortex.manifest import Manifest
+from vortex.runtime.manifest import Manifest
 
 tally = testing.Tally()
 src = os.path.join(sys.argv[1], "running_avg_block_sparse.mlir")

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from vortex import compiler
+from vortex.compiler import driver as compiler
 from vortex import testing
 
 report = testing.Tally()

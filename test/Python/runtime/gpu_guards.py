@@ -17,10 +17,10 @@ import os
 import subprocess
 import tempfile
 
-from vortex import manifest as mf
-from vortex import runtime as rt
+from vortex.runtime import manifest as mf
+from vortex.runtime import cuda as rt
 from vortex import testing
-from vortex.compiler import find_tool
+from vortex.compiler.driver import find_tool
 
 report = testing.Tally()
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")

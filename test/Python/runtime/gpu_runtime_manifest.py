@@ -21,8 +21,8 @@ import re
 import sys
 import tempfile
 
-from vortex import manifest as mf
-from vortex import runtime as rt
+from vortex.runtime import manifest as mf
+from vortex.runtime import cuda as rt
 from vortex import testing
 
 report = testing.Tally()

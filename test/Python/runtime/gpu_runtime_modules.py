@@ -20,8 +20,8 @@ import json
 import os
 import sys
 
-from vortex import manifest as mf
-from vortex import runtime as rt
+from vortex.runtime import manifest as mf
+from vortex.runtime import cuda as rt
 from vortex import testing
 
 report = testing.Tally()

@@ -4,7 +4,7 @@
 # The GPU runtime's argument checking, planning and launching without torch
 # or a GPU: duck-typed fake tensors (shape, dtype string, device,
 # contiguity, data_ptr) go through CompiledFlowGPU.plan / run_step (which
-# validate with the shared vortex.manifest.validate_step) with the device
+# validate with the shared vortex.runtime.manifest.validate_step) with the device
 # state, torch and the driver launch replaced by recorders. Checks: symbols
 # bound consistently (rows / total / num_blocks / num_new), a ValueError
 # naming the argument for every kind of bad input (missing, not a tensor,
@@ -27,8 +27,8 @@ import sys
 
 import numpy as np
 
-from vortex import manifest as mf
-from vortex import runtime as rt
+from vortex.runtime import manifest as mf
+from vortex.runtime import cuda as rt
 from vortex import testing
 
 report = testing.Tally()

@@ -10,7 +10,7 @@ import numpy as np
 
 from vortex import testing
 from vortex.testing import gpu_check
-from vortex import reference as npref
+from vortex.semantics import reference as npref
 
 report = testing.Tally()
 cfg = npref.Config(block_size=16, head_dim=8, group_size=2, topk_val=4,

@@ -11,7 +11,7 @@
 import numpy as np
 
 from vortex.testing import gpu_topk_check as tc
-from vortex import reference as ref
+from vortex.semantics import reference as ref
 from vortex import testing
 
 report = testing.Tally()

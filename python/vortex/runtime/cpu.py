@@ -26,10 +26,10 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from . import compiler
+from ..compiler import driver as compiler
 from .attention import (check_attend_values, check_decode_manifest,
                         default_scale)
-from .compiler import VortexCompileError, find_tool
+from ..compiler.driver import VortexCompileError, find_tool
 from .manifest import (Manifest, budget, check_csr, check_slot_map,
                        check_slots, resolve_symbols, validate_step)
 

@@ -88,8 +88,8 @@ def budget_rule(fixed: int, ratio: float, n):
 def budget(config: Mapping[str, Any], n):
     """Blocks a row of n blocks keeps when it needs selection:
     max(topk_val + reserved_bos + reserved_eos, int(n * topk_ratio)).
-    The float64 numpy reference (vortex.reference) keeps its own copy on
-    purpose: it is the independent model the compiled code is checked
+    The float64 numpy reference (vortex.semantics.reference) keeps its own copy
+    on purpose: it is the independent model the compiled code is checked
     against."""
     fixed = (int(config["topk_val"]) + int(config["reserved_bos"])
              + int(config["reserved_eos"]))

@@ -7,7 +7,7 @@ torch ops (`Flow.block_ids_from_loc`) and the engine integrations.
 
 from __future__ import annotations
 
-from .environment import import_torch
+from ..environment import import_torch
 
 torch = import_torch()
 

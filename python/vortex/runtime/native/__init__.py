@@ -1,6 +1,6 @@
 """Build and load the native CUDA launcher of vortex torch ops.
 
-    >>> from vortex import native
+    >>> from vortex.runtime import native
     >>> mod = native.load()          # None when unavailable:
     >>> mod is None and native.unavailable_reason()
     >>> mod.register_cuda_impl("vortex::op", num_args, planner)
@@ -12,7 +12,7 @@ nvcc's CUDA toolkit; no GPU needed to build) into a cache directory,
 `~/.cache/vortex/native/<torch.__version__>-<hash>` where the hash covers
 launcher.cpp, the compiler flags and the Python version. A stamp file written
 after a successful build lets later processes import the built module
-directly, without running ninja. `python3 -m vortex.native` (or
+directly, without running ninja. `python3 -m vortex.runtime.native` (or
 scripts/build-native.sh) builds it ahead of time.
 
 `load` returns None, and `unavailable_reason()` says why, when
@@ -152,7 +152,7 @@ def load(build: bool = True, verbose: bool = False) -> Optional[ModuleType]:
             module = _load_built(build_dir)
             if module is None and not build:
                 return _unavailable(f"not built in {build_dir} (run "
-                                    "python3 -m vortex.native)")
+                                    "python3 -m vortex.runtime.native)")
             if module is None:
                 module = _build(build_dir, verbose)
         except Exception as err:  # compiler, ninja, import: keep the text

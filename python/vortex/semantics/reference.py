@@ -2,7 +2,7 @@
 
 Written from the vortex_torch semantics (reference doc section 2, operator
 catalog, and section 3, shipped algorithms), not from the compiler: the
-compiled CPU code (`vortex.cpu`) is checked against it.
+compiled CPU code (`vortex.runtime.cpu`) is checked against it.
 
 Layout. The indexer works on rows = (request, KV head) pairs. A CSR
 `(indptr, indices)` lists each row's blocks: row r owns the ragged positions

@@ -21,9 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from . import api, compiler
-from .frontend.config import FlowConfig
-from .frontend.errors import FlowError
+from .. import api
+
+from . import driver as compiler
+from ..frontend.config import FlowConfig
+from ..frontend.errors import FlowError
 
 GROUPS = (1, 2, 4, 8, 16, 5)
 HEAD_DIMS = (32, 64, 128, 80)

@@ -1,6 +1,6 @@
 """Eager mode: a vortex_torch flow object run on torch tensors.
 
-    >>> from vortex import eager
+    >>> from vortex.semantics import eager
     >>> flow = BlockSparseAttention()
     >>> eager.cache_step(flow, cache, block_ids, config)          # in place
     >>> score, sp_indptr, sp_indices = eager.indexer(
@@ -9,15 +9,15 @@
     ...                       sp_indices, kv_last_len, config.group_size)
 
 The same flow object that `vortex.trace` turns into IR runs here op by op
-through torch primitives (`vortex.torch_reference`: CSR layout, gathers,
-row segments, the selection), with the semantics of docs/contract.md:
+through torch primitives (`vortex.semantics.torch_reference`: CSR layout,
+gathers, row segments, the selection), with the semantics of docs/contract.md:
 every value computed in float32, a value written to a field rounded to the
-field's dtype once, saves applied after the step (loads see the start of
-the step). It runs on any device and is differentiable: a PARAMETER value
+field's dtype once, saves applied after the step (loads see the start of the
+step). It runs on any device and is differentiable: a PARAMETER value
 (`vortex.abs.Parameter`) with `requires_grad` trains with autograd through
 the score the step returns (the selection itself is not differentiable).
 This is the reference the GPU check compares the compiled kernels with; the
-float64 numpy reference (`vortex.reference`) stays independent of it.
+float64 numpy reference (`vortex.semantics.reference`) stays independent of it.
 
 Values carry their format: BATCHED `[rows, D0, D1]`, RAGGED `[total, D0,
 D1]` (one entry per CSR position, or per completed block on the cache
@@ -29,16 +29,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from . import flows  # noqa: F401 (registers the shipped flows by name)
+from .. import flows  # noqa: F401 (registers the shipped flows by name)
 from . import torch_reference as tr
-from .abs.context_base import ContextBase, Mode
-from .abs.parameter import Parameter
-from .abs.tensor import FORMAT
-from .attention import check_decode
-from .environment import import_torch
-from .flow import registry
-from .frontend.oplib import CacheBinary, CacheUnary
-from .manifest import budget_rule
+from ..abs.context_base import ContextBase, Mode
+from ..abs.parameter import Parameter
+from ..abs.tensor import FORMAT
+from ..runtime.attention import check_decode
+from ..environment import import_torch
+from ..flow import registry
+from ..frontend.oplib import CacheBinary, CacheUnary
+from ..runtime.manifest import budget_rule
 
 torch = import_torch()
 
@@ -346,7 +346,8 @@ def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
     """Run one op call eagerly (the `Mode.execute` branch of vOp)."""
     if not isinstance(ctx, EagerContext):
         raise TypeError(f"{type(op).__name__}: eager execution needs the "
-                        "context of vortex.eager.indexer / cache_step")
+                        "context of vortex.semantics.eager.indexer / "
+                        "cache_step")
     # A flow's Parameter is its tensor (with its autograd history).
     args = tuple(EagerTensor(a.value(), FORMAT.PARAMETER, a.name or "")
                  if isinstance(a, Parameter) else a for a in args)

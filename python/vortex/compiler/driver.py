@@ -1,8 +1,8 @@
 """Compile a vortex flow to its artifacts and manifest with `vortex-compile`.
 
-    >>> from vortex import compiler
-    >>> path = compiler.compile("examples/block_sparse_attention.mlir",
-    ...                         target="cpu")          # or "sm_90", ...
+    >>> from vortex.compiler import driver
+    >>> path = driver.compile("examples/block_sparse_attention.mlir",
+    ...                       target="cpu")          # or "sm_90", ...
     >>> path                                         # .../<flow>.manifest.json
 
 `vortex-compile --target=cpu` lowers the flow through `vortex-to-cpu`, emits
@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from typing import Optional, Sequence
 
-from .environment import SetupError, install_prefix, source_root
+from ..environment import SetupError, install_prefix, source_root
 
 __all__ = ["ToolMissingError", "VortexCompileError", "cache_dir", "compile",
            "find_tool", "kernel_cache_dir", "kernel_cache_limit"]

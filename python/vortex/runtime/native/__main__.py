@@ -1,6 +1,6 @@
-"""`python3 -m vortex.native [-v]`: build (if needed) and load the native
-launcher, then print the path of the built module; exit status 1, with the
-reason on stderr, when it is unavailable or the build fails."""
+"""`python3 -m vortex.runtime.native [-v]`: build (if needed) and load the
+native launcher, then print the path of the built module; exit status 1, with
+the reason on stderr, when it is unavailable or the build fails."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from . import build_directory, failure_detail, load, unavailable_reason
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m vortex.native",
+        prog="python3 -m vortex.runtime.native",
         description="Build the vortex native CUDA launcher (a torch C++ "
                     "extension) into its cache directory.")
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -25,10 +25,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(failure_detail(), file=sys.stderr)
         # One line: what is missing and what fixes it (ctypes launches the
         # kernels meanwhile).
-        print(f"vortex.native: unavailable: {unavailable_reason()}",
+        print(f"vortex.runtime.native: unavailable: {unavailable_reason()}",
               file=sys.stderr)
         return 1
-    print(f"vortex.native: built in {build_directory()}", file=sys.stderr)
+    print(f"vortex.runtime.native: built in {build_directory()}",
+          file=sys.stderr)
     print(module.__file__)
     return 0
 

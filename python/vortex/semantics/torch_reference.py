@@ -1,12 +1,13 @@
-"""Vectorized PyTorch primitives of the flow semantics (GPU or CPU): the
-CSR layout, format conversions, row-segment ops, reductions over dim 0 and
-the selection, with the semantics of docs/contract.md and `vortex.reference`,
-written with whole-tensor torch ops (no Python loop over rows or blocks).
+"""Vectorized PyTorch primitives of the flow semantics (GPU or CPU): the CSR
+layout, format conversions, row-segment ops, reductions over dim 0 and the
+selection, with the semantics of docs/contract.md and
+`vortex.semantics.reference`, written with whole-tensor torch ops (no Python
+loop over rows or blocks).
 
-Eager mode (`vortex.eager`) runs a flow object's ops on these; it is the
-reference the GPU check compares the compiled kernels with, and the PyTorch
-peer of the benchmarks (eager and torch.compile). The per-flow code lives
-once, in the flow modules (`vortex.flows`): there is no hand-written copy of
+Eager mode (`vortex.semantics.eager`) runs a flow object's ops on these; it is
+the reference the GPU check compares the compiled kernels with, and the PyTorch
+peer of the benchmarks (eager and torch.compile). The per-flow code lives once,
+in the flow modules (`vortex.flows`): there is no hand-written copy of
 the flows here.
 
 Numerics follow the GPU kernels (docs/gpu.md): tensors are stored in their
@@ -42,8 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
-from .environment import import_torch
-from .manifest import budget_rule
+from ..environment import import_torch
+from ..runtime.manifest import budget_rule
 from .reference import Config
 
 torch = import_torch()

@@ -13,13 +13,13 @@ it, with `..._decode`: the indexer, then attend, as one op), where the hash
 is the flow's source hash: stable across processes, and the same for the CPU
 and the GPU build of one flow, so one op carries both implementations. The
 schema comes from the manifest (its argument order); exactly the tensors the
-step writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for
-the indexer, written fields for the cache step; k and v never are. Each op
-has a fake implementation (no outputs, no metadata change), a CPU
-implementation (the shared object, on CPU tensors) and, once a CUDA build is
-loaded, a CUDA implementation: the native launcher of `vortex.native` when
-it is built (plans cached per argument signature, launched from C++), else
-the ctypes path of `vortex.runtime`.
+step writes are mutable (`Tensor(a!)`): saved fields and the sparse CSR for the
+indexer, written fields for the cache step; k and v never are. Each op has a
+fake implementation (no outputs, no metadata change), a CPU implementation (the
+shared object, on CPU tensors) and, once a CUDA build is loaded, a CUDA
+implementation: the native launcher of `vortex.runtime.native` when it is built
+(plans cached per argument signature, launched from C++), else the ctypes path
+of `vortex.runtime.cuda`.
 
 Both implementations validate every argument with `manifest.validate_step`
 before anything runs; the CPU one also checks CSR values and block ids on
@@ -37,7 +37,7 @@ from . import native
 from .attention import (DECODE_TAIL, check_attend_values,
                         check_decode_manifest, default_scale)
 from .cpu import CPUFlow
-from .environment import import_torch
+from ..environment import import_torch
 from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
                        check_slots)
 from .paging import slot_blocks
@@ -278,7 +278,7 @@ class Flow:
             self.runtime = CPUFlow(m)
             self.device = torch.device("cpu")
         else:
-            from .runtime import CompiledFlowGPU
+            from .cuda import CompiledFlowGPU
             self.runtime = CompiledFlowGPU(m, device)
             self.device = self.runtime.device
         self.name = m.flow
@@ -366,7 +366,7 @@ class Flow:
         if not isinstance(params, Mapping):
             raise ValueError(f"params: expected a dict name -> tensor, got "
                              f"{type(params).__name__}")
-        from .abs.parameter import Parameter
+        from ..abs.parameter import Parameter
         bound = dict(self._params)
         for name, value in params.items():
             if name not in self.param_names:

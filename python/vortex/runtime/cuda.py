@@ -4,14 +4,14 @@ The GPU machine has no MLIR: `vortex-compile` leaves PTX, a cubin and the
 manifest (docs/manifest.md), and this module is all that runs there. It is
 pure Python over ctypes on the CUDA driver (`libcuda.so.1`) and torch
 tensors. The public way to run a flow is its torch ops (`vortex.load`,
-`vortex.ops`); this module is what their CUDA implementation calls:
+`vortex.runtime.ops`); this module is what their CUDA implementation calls:
 
 * `CompiledFlowGPU.plan(step, tensors)` validates the arguments with the
   shared validator (`manifest.validate_step`) and returns a launch plan:
   per-call scratch sizes and, per kernel, the function handle of the
   tensors' device, grid, block, dynamic shared memory and parameters. The
-  native launcher (`vortex.native`) caches plans per argument signature and
-  launches them without Python; `run_step` executes one here through ctypes
+  native launcher (`vortex.runtime.native`) caches plans per argument signature
+  and launches them without Python; `run_step` executes one here through ctypes
   (the fallback, and the way to launch a subset of a step's kernels).
   `plan("attend", ...)` launches the split kernel on `rows x kv_splits`
   CTAs (`manifest.kv_splits`, from the shapes only), then the combine
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .attention import DECODE_CSR, check_decode_manifest, decode_args
-from .environment import require_cuda
+from ..environment import require_cuda
 from .manifest import (ATTEND_SPLIT_SLOTS, DTYPES, KernelSpec, Manifest,
                        buffer_bytes, choose_launches, grid_size, kv_splits,
                        resolve_symbols, selected_count, validate_step)
