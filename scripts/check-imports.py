@@ -37,6 +37,7 @@ LEAVES = {
         "vortex.semantics",
         "vortex.runtime.attention",     # the attend and decode contract
         "vortex.runtime.manifest",      # the manifest and its validator
+        "vortex.runtime.plan",          # the launch plan's description
         "vortex.semantics.reference",   # the float64 numpy oracle
         "vortex.semantics.reference_attention",
     ],

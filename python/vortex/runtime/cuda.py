@@ -1,18 +1,20 @@
 """Run a compiled vortex flow on an NVIDIA GPU from PyTorch (docs/gpu.md).
 
 The GPU machine has no MLIR: `vortex-compile` leaves PTX, a cubin and the
-manifest (docs/manifest.md), and this module is all that runs there. It is
-pure Python over ctypes on the CUDA driver (`libcuda.so.1`) and torch
-tensors. The public way to run a flow is its torch ops (`vortex.load`,
+manifest (docs/manifest.md), and this module is all that runs there, over
+the CUDA driver of `vortex.runtime.driver` (the native launcher's, or ctypes
+where that is unavailable) and torch tensors. The public way to run a flow is its torch ops (`vortex.load`,
 `vortex.runtime.ops`); this module is what their CUDA implementation calls:
 
 * `CompiledFlowGPU.plan(step, tensors)` validates the arguments with the
   shared validator (`manifest.validate_step`) and returns a launch plan:
-  per-call scratch sizes and, per kernel, the function handle of the
-  tensors' device, grid, block, dynamic shared memory and parameters. The
-  native launcher (`vortex.runtime.native`) caches plans per argument signature
-  and launches them without Python; `run_step` executes one here through ctypes
-  (the fallback, and the way to launch a subset of a step's kernels).
+  a `vortex.runtime.plan.Plan` (per-call scratch sizes and, per kernel, the
+  function handle of the tensors' device, grid, block, dynamic shared
+  memory and parameters). The native launcher (`vortex.runtime.native`)
+  caches plans per argument signature and launches them without Python;
+  `run_step` plans and launches once through the driver (the torch ops'
+  path where the native module is unavailable, and the way to launch a
+  subset of a step's kernels).
   `plan("attend", ...)` launches the split kernel on `rows x kv_splits`
   CTAs (`manifest.kv_splits`, from the shapes only), then the combine
   (skipped at one split); `plan("decode", ...)` is the indexer's launches
@@ -23,7 +25,7 @@ tensors. The public way to run a flow is its torch ops (`vortex.load`,
   torch's caching allocator for each call (stream-ordered, and from the
   graph's pool during a CUDA-graph capture). No launch reads device memory
   on the host: the kernels' guards record bad block ids and a malformed CSR
-  in a per-device status buffer (a ("ptr", address, numel) plan parameter),
+  in a per-device status buffer (a "ptr" plan parameter),
   which `check()` reads, synchronizing, when asked (docs/gpu.md "Guards").
 
 At first use on a device, the manifest's parameter lists are checked
@@ -38,60 +40,28 @@ does not declare statically.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import driver
 from .attention import DECODE_CSR, check_decode_manifest, decode_args
+from .driver import CudaDriverError
 from ..environment import require_cuda
 from .manifest import (ATTEND_SPLIT_SLOTS, DTYPES, KernelSpec, Manifest,
                        buffer_bytes, choose_launches, grid_size, kv_splits,
                        resolve_symbols, selected_count, validate_step)
+from .plan import ARG, PTR, SCRATCH, Launch, Param, Plan
 
 __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
            "check_ptx",
-           "dynamic_smem", "expected_widths", "load", "pack_params",
-           "plan_param_values", "ptx_signatures"]
+           "dynamic_smem", "expected_widths", "load", "ptx_signatures"]
 
 _INT32_MAX = 2 ** 31 - 1
-
-# A launch plan (the format the native launcher takes):
-#   (scratch_bytes: [int], launches: [(func, grid, block, smem, params, pdl)])
-# params: ("arg", i) | ("scratch", j, numel) | ("ptr", address, numel)
-#   (a runtime-owned buffer: the guards' status words) | ("i32", v) | ("i64", v).
-# pdl: launch with programmatic stream serialization (the kernel waits on
-#   the launch before it with griddepcontrol; docs/gpu.md "Chained launches").
-Plan = Tuple[List[int], List[Tuple[int, Tuple[int, int, int],
-                                   Tuple[int, int, int], int, List[tuple],
-                                   bool]]]
-
-# CUDA driver launch attribute (cuda.h CUlaunchAttributeID).
-_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
-
-
-class _LaunchAttribute(ctypes.Structure):
-    """CUlaunchAttribute: an id padded to 8 bytes, then a 64-byte union
-    whose first int is programmaticStreamSerializationAllowed."""
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
-                ("value", ctypes.c_int), ("value_rest", ctypes.c_char * 60)]
-
-
-# The one attribute chained launches pass: made once, read by every launch.
-_PDL_ATTRIBUTE = _LaunchAttribute(
-    id=_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
-
-
-class _LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig."""
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
-                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
-                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
-                ("attrs", ctypes.POINTER(_LaunchAttribute)),
-                ("numAttrs", ctypes.c_uint)]
+# Shared memory a kernel may use without opting in to more.
+_STATIC_SMEM_LIMIT = 48 * 1024
 
 
 def chain_launches_default() -> bool:
@@ -147,98 +117,9 @@ def check_ptx(manifest: Manifest, ptx: str) -> List[str]:
     return problems
 
 
-# ---------------------------------------------------------------------------
-# CUDA driver (ctypes)
-# ---------------------------------------------------------------------------
-
-class CudaDriverError(RuntimeError):
-    pass
-
-
 class FlowCheckError(RuntimeError):
     """A GPU kernel's guard failed: an input held an out-of-range block id
     or a malformed CSR (docs/gpu.md "Guards")."""
-
-
-CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
-CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
-CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
-CU_FUNC_ATTRIBUTE_NUM_REGS = 4
-CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-CU_JIT_INFO_LOG_BUFFER = 3
-CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
-CU_JIT_ERROR_LOG_BUFFER = 5
-CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
-_STATIC_SMEM_LIMIT = 48 * 1024
-
-
-class _Driver:
-    """The few libcuda entry points we need, with CUresult checking."""
-
-    _instance: Optional["_Driver"] = None
-
-    def __init__(self, lib: str = "libcuda.so.1"):
-        try:
-            self.lib = ctypes.CDLL(lib)
-        except OSError as err:
-            raise CudaDriverError(f"cannot load {lib}: {err}") from err
-        L = self.lib
-        P, I, U = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint
-        sig = {
-            "cuInit": [U],
-            "cuGetErrorName": [I, ctypes.POINTER(ctypes.c_char_p)],
-            "cuGetErrorString": [I, ctypes.POINTER(ctypes.c_char_p)],
-            "cuCtxGetCurrent": [ctypes.POINTER(P)],
-            "cuCtxSetCurrent": [P],
-            "cuCtxGetDevice": [ctypes.POINTER(I)],
-            "cuDeviceGet": [ctypes.POINTER(I), I],
-            "cuDevicePrimaryCtxRetain": [ctypes.POINTER(P), I],
-            "cuModuleLoadData": [ctypes.POINTER(P), P],
-            "cuModuleLoadDataEx": [ctypes.POINTER(P), P, U,
-                                   ctypes.POINTER(I), ctypes.POINTER(P)],
-            "cuModuleGetFunction": [ctypes.POINTER(P), P, ctypes.c_char_p],
-            "cuModuleUnload": [P],
-            "cuFuncSetAttribute": [P, I, I],
-            "cuFuncGetAttribute": [ctypes.POINTER(I), I, P],
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor": [
-                ctypes.POINTER(I), P, I, ctypes.c_size_t],
-            "cuLaunchKernel": [P, U, U, U, U, U, U, U, P,
-                               ctypes.POINTER(P), ctypes.POINTER(P)],
-        }
-        for name, args in sig.items():
-            fn = getattr(L, name)
-            fn.argtypes = args
-            fn.restype = ctypes.c_int
-            setattr(self, name, fn)
-        # CUDA 12.0+; without it chained kernels launch the ordinary way
-        # (their griddepcontrol.wait then returns at once).
-        self.cuLaunchKernelEx = getattr(L, "cuLaunchKernelEx", None)
-        if self.cuLaunchKernelEx is not None:
-            self.cuLaunchKernelEx.argtypes = [
-                ctypes.POINTER(_LaunchConfig), P, ctypes.POINTER(P),
-                ctypes.POINTER(P)]
-            self.cuLaunchKernelEx.restype = ctypes.c_int
-
-    @classmethod
-    def get(cls) -> "_Driver":
-        if cls._instance is None:
-            cls._instance = _Driver()
-        return cls._instance
-
-    def error_name(self, res: int) -> str:
-        s = ctypes.c_char_p()
-        if self.cuGetErrorName(res, ctypes.byref(s)) == 0 and s.value:
-            name = s.value.decode()
-        else:
-            name = f"CUresult {res}"
-        d = ctypes.c_char_p()
-        if self.cuGetErrorString(res, ctypes.byref(d)) == 0 and d.value:
-            name += f" ({d.value.decode()})"
-        return name
-
-    def check(self, res: int, what: str) -> None:
-        if res != 0:
-            raise CudaDriverError(f"{what} failed: {self.error_name(res)}")
 
 
 @dataclass
@@ -263,40 +144,6 @@ class _Kernel:
 def dynamic_smem(shared_bytes: int, static_smem: int) -> int:
     return max(0, int(shared_bytes) - int(static_smem))
 
-
-
-def pack_params(values: Sequence[Any]) -> Tuple[Any, List[Any]]:
-    """The `void **kernelParams` array for cuLaunchKernel: one pointer per
-    parameter value. Returns (array, keepalive); keep both alive until the
-    launch call returns."""
-    arr = (ctypes.c_void_p * max(len(values), 1))()
-    for i, v in enumerate(values):
-        arr[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-    return arr, list(values)
-
-
-def plan_param_values(params: Sequence[tuple], args: Sequence[Any],
-                      scratch: Sequence[Any]) -> List[Any]:
-    """A plan's parameters as ctypes values: a buffer is the 5 parameters of
-    an MLIR 1-D memref descriptor (ptr, ptr, 0, numel, 1)."""
-    out: List[Any] = []
-    for p in params:
-        kind = p[0]
-        if kind in ("arg", "scratch", "ptr"):
-            if kind == "ptr":
-                ptr, numel = int(p[1]), int(p[2])
-            else:
-                t = args[p[1]] if kind == "arg" else scratch[p[1]]
-                ptr = int(t.data_ptr())
-                numel = int(t.numel()) if kind == "arg" else int(p[2])
-            out += [ctypes.c_void_p(ptr), ctypes.c_void_p(ptr),
-                    ctypes.c_int64(0), ctypes.c_int64(numel),
-                    ctypes.c_int64(1)]
-        elif kind == "i32":
-            out.append(ctypes.c_int32(p[1]))
-        else:
-            out.append(ctypes.c_int64(p[1]))
-    return out
 
 
 @dataclass
@@ -361,15 +208,13 @@ class CompiledFlowGPU:
         if not 0 <= index < torch.cuda.device_count():
             raise ValueError(f"device cuda:{index} does not exist "
                              f"({torch.cuda.device_count()} devices)")
-        drv = self._drv = _Driver.get()
+        drv = self._drv = driver.get()
         with torch.cuda.device(index):
             torch.empty(1, device=f"cuda:{index}")   # primary context current
-            drv.check(drv.cuInit(0), "cuInit")
-            ctx = ctypes.c_void_p()
-            drv.check(drv.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+            ctx = drv.context()
             by_kernel, loaded_from = self._load_modules()
             props = torch.cuda.get_device_properties(index)
-            st = _DeviceState(index, ctx.value,
+            st = _DeviceState(index, ctx,
                               list(dict.fromkeys(by_kernel.values())),
                               loaded_from, int(props.multi_processor_count),
                               props.name)
@@ -401,7 +246,7 @@ class CompiledFlowGPU:
 
     def _unload(self, modules: Sequence[int]) -> None:
         for mod in modules:
-            self._drv.cuModuleUnload(mod)
+            self._drv.unload_module(mod)
 
     def _load_kernel_cubins(self) -> Tuple[Dict[str, int], str]:
         """A module per kernel from `artifacts.cubins`; all or none."""
@@ -456,51 +301,22 @@ class CompiledFlowGPU:
                               + "; ".join(errors))
 
     def _load_cubin(self, image: bytes, path: str) -> int:
-        mod = ctypes.c_void_p()
-        buf = ctypes.create_string_buffer(image, len(image))
-        self._drv.check(self._drv.cuModuleLoadData(
-            ctypes.byref(mod), ctypes.cast(buf, ctypes.c_void_p)),
-            f"cuModuleLoadData({path})")
-        return mod.value
+        return self._drv.load_module(image, False, path)
 
     def _load_ptx(self, image: bytes) -> int:
-        if not image.endswith(b"\0"):
-            image = image + b"\0"
-        buf = ctypes.create_string_buffer(image, len(image))
-        size = 1 << 16
-        err_log = ctypes.create_string_buffer(size)
-        opts = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER,
-                                  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-        vals = (ctypes.c_void_p * 2)(ctypes.cast(err_log, ctypes.c_void_p),
-                                     ctypes.c_void_p(size))
-        mod = ctypes.c_void_p()
-        res = self._drv.cuModuleLoadDataEx(ctypes.byref(mod),
-                                           ctypes.cast(buf, ctypes.c_void_p),
-                                           2, opts, vals)
-        if res != 0:
-            log = err_log.value.decode(errors="replace").strip()
-            raise CudaDriverError(
-                f"cuModuleLoadDataEx(PTX) failed: {self._drv.error_name(res)}"
-                + (f"\n{log}" if log else ""))
-        return mod.value
+        return self._drv.load_module(image, True, "PTX")
 
     def _get_function(self, module: int, spec: KernelSpec) -> _Kernel:
         drv = self._drv
-        f = ctypes.c_void_p()
-        drv.check(drv.cuModuleGetFunction(ctypes.byref(f), module,
-                                          spec.kernel.encode()),
-                  f"cuModuleGetFunction({spec.kernel})")
-        k = _Kernel(spec, f.value)
-
-        def attr(a):
-            v = ctypes.c_int()
-            drv.check(drv.cuFuncGetAttribute(ctypes.byref(v), a, f),
-                      f"cuFuncGetAttribute({spec.kernel}, {a})")
-            return v.value
-        k.max_threads = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-        k.num_regs = attr(CU_FUNC_ATTRIBUTE_NUM_REGS)
-        k.static_smem = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-        k.local_bytes = attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
+        f = drv.function(module, spec.kernel)
+        k = _Kernel(spec, f)
+        k.max_threads = drv.attribute(
+            f, driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+        k.num_regs = drv.attribute(f, driver.CU_FUNC_ATTRIBUTE_NUM_REGS)
+        k.static_smem = drv.attribute(
+            f, driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        k.local_bytes = drv.attribute(
+            f, driver.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
         threads = spec.block[0] * spec.block[1] * spec.block[2]
         if threads > k.max_threads:
             raise CudaDriverError(
@@ -508,15 +324,15 @@ class CompiledFlowGPU:
                 f"kernel's limit of {k.max_threads} ({k.num_regs} registers)")
         dyn = k.dynamic_smem
         if dyn > 0 and dyn + k.static_smem > _STATIC_SMEM_LIMIT:
-            drv.check(drv.cuFuncSetAttribute(
-                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
-                f"cuFuncSetAttribute({spec.kernel}, max dynamic smem {dyn}, "
-                f"static {k.static_smem})")
-        active = ctypes.c_int()
-        drv.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            ctypes.byref(active), f, threads, dyn),
-            f"cuOccupancyMaxActiveBlocksPerMultiprocessor({spec.kernel})")
-        k.max_active = active.value
+            try:
+                drv.set_attribute(
+                    f, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dyn)
+            except CudaDriverError as err:
+                raise CudaDriverError(
+                    f"{spec.kernel}: max dynamic shared memory {dyn} "
+                    f"(static {k.static_smem}): {err}") from None
+        k.max_active = drv.max_active_blocks(f, threads, dyn)
         return k
 
     # -- introspection --------------------------------------------------------
@@ -654,7 +470,7 @@ class CompiledFlowGPU:
         att_bytes, att_launches = self._plan_step(
             "attend", attend, None, dev, att_index, scratch_base=len(idx_bytes),
             mean_len=mean)
-        return idx_bytes + att_bytes, idx_launches + att_launches
+        return Plan(idx_bytes + att_bytes, idx_launches + att_launches)
 
     def kv_splits(self, rows: int, mean_len: int,
                   device: Optional[int] = None) -> int:
@@ -738,36 +554,38 @@ class CompiledFlowGPU:
             params: List[tuple] = []
             for p in spec.params:
                 if p.kind == "buffer" and p.name in arg_index:
-                    params.append(("arg", arg_index[p.name]))
+                    params.append(Param(ARG, arg_index[p.name]))
                 elif p.kind == "buffer" and m.tensors[p.name].role == "status":
-                    params.append(("ptr", int(st.status.data_ptr()),
+                    params.append(Param(PTR, int(st.status.data_ptr()),
                                    int(st.status.numel())))
                 elif p.kind == "buffer":
                     j = scratch.index(p.name)
-                    params.append(("scratch", scratch_base + j,
-                                   scratch_bytes[j] //
-                                   m.tensors[p.name].itemsize))
+                    params.append(Param(SCRATCH, scratch_base + j,
+                                        scratch_bytes[j] //
+                                        m.tensors[p.name].itemsize))
                 else:
                     v = p.value if p.value is not None else symbols[p.name]
                     if p.dtype == "i32" and not -2 ** 31 <= v <= _INT32_MAX:
                         raise ValueError(f"{p.name} = {v} overflows the "
                                          f"i32 parameter of {spec.kernel}")
-                    params.append((p.dtype, int(v)))
-            launches.append((k.func, grid, spec.block, k.dynamic_smem, params,
-                             bool(spec.pdl and self.chain_launches)))
-        return scratch_bytes, launches
+                    params.append(Param(p.dtype, int(v)))
+            launches.append(Launch(k.func, tuple(grid), tuple(spec.block),
+                                   k.dynamic_smem, params,
+                                   bool(spec.pdl and self.chain_launches)))
+        return Plan(scratch_bytes, launches)
 
     def run_step(self, step: str, tensors: Mapping[str, Any],
                  kernels=None, stream=None, scratch=None) -> None:
-        """Validate and launch a step (or the subset `kernels`) through
-        ctypes, on `stream` or the current stream of the tensors' device.
+        """Validate and launch a step (or the subset `kernels`) through the
+        driver, on `stream` or the current stream of the tensors' device.
         `scratch`, if given, holds the plan's scratch buffers (in the order
         of the kernels' use, each on the device and at least its planned
         size) instead of fresh ones: a check can write a scratch buffer,
         such as the scores, and launch only the kernels that read it."""
         torch = self._torch
         args = [tensors.get(n) for n in self.step_args(step)]
-        scratch_bytes, launches = self.plan(step, tensors, kernels)
+        plan = self.plan(step, tensors, kernels)
+        scratch_bytes = plan.scratch_bytes
         dev = self._device_of(step, tensors)
         if scratch is not None:
             if len(scratch) != len(scratch_bytes):
@@ -787,34 +605,7 @@ class CompiledFlowGPU:
                 scratch = [torch.empty(max(b, 1), dtype=torch.uint8,
                                        device=f"cuda:{dev}")
                            for b in scratch_bytes]
-            for func, grid, block, smem, params, pdl in launches:
-                arr, keep = pack_params(plan_param_values(params, args,
-                                                          scratch))
-                self._launch(func, grid, block, smem, handle, arr, pdl)
-                del keep
-
-    def _launch(self, func, grid, block, shared, stream, params,
-                pdl=False) -> None:
-        drv = self._drv
-        argv = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
-        if pdl and drv.cuLaunchKernelEx is not None:
-            cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0],
-                                block[1], block[2], shared,
-                                ctypes.c_void_p(stream),
-                                ctypes.pointer(_PDL_ATTRIBUTE), 1)
-            res = drv.cuLaunchKernelEx(ctypes.byref(cfg), func, argv, None)
-            what = "cuLaunchKernelEx"
-        else:
-            res = drv.cuLaunchKernel(
-                func, grid[0], grid[1], grid[2], block[0], block[1],
-                block[2], shared, ctypes.c_void_p(stream), argv, None)
-            what = "cuLaunchKernel"
-        if res != 0:
-            raise CudaDriverError(
-                f"{what}({self.flow}, grid={tuple(grid)}, "
-                f"block={tuple(block)}, shared={shared}"
-                f"{', chained' if pdl else ''}) failed: "
-                f"{drv.error_name(res)}")
+            self._drv.launch(plan, args, scratch, handle, self.flow)
 
     # -- conveniences -------------------------------------------------------
     def allocate_cache(self, num_blocks: int, names=None, fill=None,

@@ -7,6 +7,10 @@ For each manifest (CUDA builds from scripts/build-device-artifacts.sh):
 
 * the ops' CUDA implementation (native launcher or ctypes) and the plan
   cache (hits after the first call of a signature);
+* one CUDA driver: the process's (`vortex.runtime.driver.get()`) is the
+  native module's when it builds; the ctypes fallback and the native
+  driver launch the same plan (`vortex.runtime.plan`) to bit-identical
+  outputs; a malformed plan is refused naming the field, nothing launched;
 * `torch.library.opcheck` of both ops on CUDA tensors;
 * `torch.compile(fullgraph=True)`: 0 graph breaks (`torch._dynamo.explain`),
   outputs and every written field bit-identical to eager;
@@ -43,7 +47,9 @@ from typing import Callable, Dict, List
 
 import torch
 
+from ..runtime import driver as vdriver
 from ..runtime import native
+from ..runtime import plan as vplan
 from ..runtime import ops as vops
 from ..runtime.manifest import DTYPES, Manifest
 
@@ -161,6 +167,57 @@ def check_basics(R: Report, flow: vops.Flow, P: Problem) -> None:
     R.run(f"{tag}: opcheck indexer op", lambda: opcheck(flow.indexer_op, iargs))
     cargs = [P.cache[n] for n in flow.manifest.cache_names()] + [P.indices]
     R.run(f"{tag}: opcheck cache op", lambda: opcheck(flow.cache_op, cargs))
+
+
+def check_driver(R: Report, flow: vops.Flow, P: Problem) -> None:
+    tag = flow.name
+    mod = native.load(build=False)
+    drv = vdriver.get()
+    R(drv.name == ("native" if mod is not None else "ctypes"),
+      f"{tag}: one driver per process ({drv.name}; native: "
+      f"{native.unavailable_reason() or 'built'})")
+    gpu = flow._indexer.cuda
+
+    q = P.new_q()
+
+    def run_with(d):
+        cache = clone(P.cache)
+        sp, si = P.outputs()
+        values = [q] + [cache[n] for n in flow.manifest.cache_names()] + \
+            [P.indptr, P.indices, sp, si]
+        named = dict(zip(flow._indexer.args, values))
+        old, gpu._drv = gpu._drv, d
+        try:
+            gpu.run_step("indexer", named)
+        finally:
+            gpu._drv = old
+        torch.cuda.synchronize()
+        return sp, si, cache
+
+    if mod is None:
+        return
+
+    def parity():
+        a = run_with(vdriver.NativeDriver(mod))
+        b = run_with(vdriver.CtypesDriver())
+        same = (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and
+                same_cache(a[2], b[2]))
+        return same, "native and ctypes launches of one plan differ"
+    R.run(f"{tag}: the native and ctypes drivers launch one plan alike",
+          parity)
+
+    def malformed():
+        sp, si = P.outputs()
+        before = si.clone()
+        bad = vplan.Plan([], [("not", "a", "launch")])
+        try:
+            mod.launch_plan(bad, [sp, si], [], 0, "check")
+        except RuntimeError as err:
+            torch.cuda.synchronize()
+            return ("must be a vortex.runtime.plan.Launch" in str(err) and
+                    torch.equal(si, before)), str(err)
+        return False, "a malformed plan launched"
+    R.run(f"{tag}: a malformed plan is refused, naming the field", malformed)
 
 
 def check_compile(R: Report, flow: vops.Flow, P: Problem) -> None:
@@ -641,6 +698,7 @@ def main(argv=None) -> int:
         lengths = lengths_for(flow)
         P = Problem(flow, lengths, torch.device("cuda", 0))
         check_basics(R, flow, P)
+        check_driver(R, flow, P)
         check_compile(R, flow, P)
         check_manual_graph(R, flow, P)
         check_streams(R, flow, P)

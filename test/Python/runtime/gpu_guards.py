@@ -19,6 +19,8 @@ import tempfile
 
 from vortex.runtime import manifest as mf
 from vortex.runtime import cuda as rt
+from vortex.runtime import driver as drv
+from vortex.runtime import plan as lp
 from vortex import testing
 from vortex.compiler.driver import find_tool
 
@@ -63,11 +65,11 @@ report(rt.check_ptx(m, ptx) == [], "ptx: signatures match the manifest",
        rt.check_ptx(m, ptx))
 
 # The plan parameter of a runtime-owned buffer.
-vals = rt.plan_param_values([("ptr", 0x7f0000001000, 4), ("i32", 9)], [], [])
+vals = drv.plan_param_values([lp.ptr(0x7f0000001000, 4), lp.i32(9)], [], [])
 report([v.value for v in vals[:5]] == [0x7f0000001000, 0x7f0000001000, 0, 4,
                                        1] and
        isinstance(vals[0], ctypes.c_void_p) and vals[5].value == 9,
-       "plan: ('ptr', address, numel) is the descriptor of that address",
+       "plan: a ptr parameter is the descriptor of its address",
        [v.value for v in vals])
 
 # The flag bits come from the manifest (FlowABI.h getStatusFlags).

@@ -31,6 +31,8 @@ import sys
 
 from vortex.runtime import manifest as mf
 from vortex.runtime import cuda as rt
+from vortex.runtime import driver as drv_mod
+from vortex.runtime import plan as lp
 from vortex import testing
 
 report = testing.Tally()
@@ -227,6 +229,18 @@ class FakeTorch:
         return t
 
 
+class _Recorder(drv_mod.CtypesDriver):
+    """The ctypes driver's launch path, its cuLaunchKernel replaced by the
+    flow's recorder."""
+
+    def __init__(self, flow):
+        self.flow = flow
+
+    def _launch(self, l, stream, params, what):
+        self.flow._launch(l.func, l.grid, l.block, l.shared_bytes, stream,
+                          params, l.pdl)
+
+
 class FakeFlow(rt.CompiledFlowGPU):
     """CompiledFlowGPU with a hand-made device state (no driver), torch and
     the launch replaced by recorders."""
@@ -250,6 +264,7 @@ class FakeFlow(rt.CompiledFlowGPU):
         self._states[0] = st
         self.launches = []
         self.chain_launches = True
+        self._drv = _Recorder(self)
 
     def _launch(self, func, grid, block, shared, stream, params, pdl=False):
         spec = self._specs[func]
@@ -306,16 +321,16 @@ for d, m in mans.items():
            f"{d} attend plan: partials of rows x kv_splits row-splits",
            (sb, ROWS * S * heads * D * 4))
     args = flow.step_args("attend")
-    ai = {n: ("arg", i) for i, n in enumerate(args)}
+    ai = {n: lp.arg(i) for i, n in enumerate(args)}
     want_split = [ai["q"], ai["k"], ai["v"], ai["kv_indptr"],
                   ai["kv_indices"], ai["kv_last_len"], ai["sm_scale"],
-                  ai["o"], ai["lse"], ("scratch", 0, ROWS * S * heads * D),
-                  ("scratch", 1, ROWS * S * heads), ("i32", S)]
+                  ai["o"], ai["lse"], lp.scratch(0, ROWS * S * heads * D),
+                  lp.scratch(1, ROWS * S * heads), lp.i32(S)]
     report(plan[0][4] == want_split,
            f"{d} attend plan: the split kernel's parameters", plan[0][4])
-    report(plan[1][4] == [("scratch", 0, ROWS * S * heads * D),
-                          ("scratch", 1, ROWS * S * heads), ai["o"],
-                          ai["lse"], ("i32", S)],
+    report(plan[1][4] == [lp.scratch(0, ROWS * S * heads * D),
+                          lp.scratch(1, ROWS * S * heads), ai["o"],
+                          ai["lse"], lp.i32(S)],
            f"{d} attend plan: the combine reads the partials, writes o, lse",
            plan[1][4])
 
@@ -347,7 +362,7 @@ for d, m in mans.items():
     # B 64: 512 rows, one split, no combine, a one-slot partial.
     sb1, plan1 = flow.plan("attend", tensors(m, 512, 128))
     report(len(plan1) == 1 and plan1[0][1] == (512, 1, 1) and
-           plan1[0][4][-1] == ("i32", 1) and
+           plan1[0][4][-1] == lp.i32(1) and
            sb1 == [heads * D * 4, heads * 4],
            f"{d} attend plan at 512 rows: one split, the combine skipped",
            (sb1, [(x[1], x[4][-1]) for x in plan1]))
@@ -387,12 +402,12 @@ for d, m in mans.items():
            (isb, dsb))
     sel = mf.selected_count(m.config, BPR)
     S = mf.kv_splits(ROWS, sel, SMS)
-    di = {n: ("arg", i) for i, n in enumerate(dargs)}
+    di = {n: lp.arg(i) for i, n in enumerate(dargs)}
     j0 = len(isb)
     want_split = [di["q"], di["k"], di["v"], di["sparse_kv_indptr"],
                   di["sparse_kv_indices"], di["kv_last_len"], di["sm_scale"],
-                  di["o"], di["lse"], ("scratch", j0, ROWS * S * heads * D),
-                  ("scratch", j0 + 1, ROWS * S * heads), ("i32", S)]
+                  di["o"], di["lse"], lp.scratch(j0, ROWS * S * heads * D),
+                  lp.scratch(j0 + 1, ROWS * S * heads), lp.i32(S)]
     report(len(dplan) == n_idx + 2 and dplan[n_idx][4] == want_split and
            dplan[n_idx][1] == (ROWS, S, 1),
            f"{d} decode plan: attend reads the sparse CSR, kv_splits "

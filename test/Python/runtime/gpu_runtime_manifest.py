@@ -23,6 +23,8 @@ import tempfile
 
 from vortex.runtime import manifest as mf
 from vortex.runtime import cuda as rt
+from vortex.runtime import driver as drv
+from vortex.runtime import plan as lp
 from vortex import testing
 
 report = testing.Tally()
@@ -525,16 +527,16 @@ scratch_list = [Buf(0x6000, 20000)]           # bytes: numel comes from the plan
 plan_params = []
 for p in w0.params:
     if p.kind == "buffer" and p.name in INDEXER_ARGS:
-        plan_params.append(("arg", INDEXER_ARGS.index(p.name)))
+        plan_params.append(lp.arg(INDEXER_ARGS.index(p.name)))
     elif p.kind == "buffer":
-        plan_params.append(("scratch", 0, 5000))
+        plan_params.append(lp.scratch(0, 5000))
     else:
-        plan_params.append(("i32", syms[p.name]))
-vals = rt.plan_param_values(plan_params, arg_list, scratch_list)
+        plan_params.append(lp.i32(syms[p.name]))
+vals = drv.plan_param_values(plan_params, arg_list, scratch_list)
 report(len(vals) == 6 * 5 + 2, "params: 6 buffers x 5 + 2 scalars", len(vals))
 report(rt.expected_widths(w0) == [ctypes.sizeof(v) * 8 for v in vals],
        "params: the values have the widths the PTX entry expects")
-arr, keep = rt.pack_params(vals)
+arr, keep = drv.pack_params(vals)
 
 
 def read(i, ctype):
@@ -556,13 +558,13 @@ report(got == [v for _, v in expect] and
        "params: descriptor ABI values and ctypes types read back", got)
 report(ctypes.sizeof(vals[0]) == 8 and ctypes.sizeof(vals[2]) == 8 and
        ctypes.sizeof(vals[-1]) == 4, "params: pointer / i64 / i32 sizes")
-vals2 = rt.plan_param_values([("i32", 7), ("i64", 5000), ("i64", 2 ** 40)],
-                             [], [])
+vals2 = drv.plan_param_values([lp.i32(7), lp.i64(5000), lp.i64(2 ** 40)],
+                              [], [])
 report(type(vals2[0]) is ctypes.c_int32 and vals2[0].value == 7 and
        type(vals2[1]) is ctypes.c_int64 and vals2[1].value == 5000 and
        vals2[2].value == 2 ** 40,
        "params: constant i32 scalar and i64 scalars")
-arr0, _ = rt.pack_params([])
+arr0, _ = drv.pack_params([])
 report(len(arr0) == 1, "params: an empty parameter list still packs an array")
 report(rt.dynamic_smem(65536, 0) == 65536 and
        rt.dynamic_smem(65536, 16384) == 49152 and

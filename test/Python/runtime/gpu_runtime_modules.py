@@ -15,7 +15,6 @@
 # first. Then the manifest's checks of artifacts.cubins.
 
 import copy
-import ctypes
 import json
 import os
 import sys
@@ -29,38 +28,25 @@ tmp = sys.argv[1]
 
 
 class Driver:
-    """cuModuleLoadData(Ex) / cuModuleUnload recorders; a module's handle is
-    its load's number, and `refuse` fails the load of an image holding it."""
+    """A recording driver (vortex.runtime.driver's interface): a module's
+    handle is its load's number, and `refuse` fails the load of an image
+    holding it."""
 
     def __init__(self, refuse=None):
         self.loads, self.unloads, self.refuse = [], [], refuse
         self.ptx_loads = 0
 
-    def _load(self, mod_ref, image):
-        data = ctypes.string_at(image, 16)
+    def load_module(self, image, ptx, what):
+        data = bytes(image[:16])
+        self.ptx_loads += bool(ptx)
         if self.refuse is not None and self.refuse in data:
-            return 200          # CUDA_ERROR_INVALID_IMAGE
+            raise rt.CudaDriverError(f"loading {what} failed: "
+                                     "CUDA_ERROR_INVALID_IMAGE")
         self.loads.append(data)
-        mod_ref._obj.value = 0x1000 + len(self.loads)
-        return 0
+        return 0x1000 + len(self.loads)
 
-    def cuModuleLoadData(self, mod_ref, image):
-        return self._load(mod_ref, image)
-
-    def cuModuleLoadDataEx(self, mod_ref, image, n, opts, vals):
-        self.ptx_loads += 1
-        return self._load(mod_ref, image)
-
-    def cuModuleUnload(self, mod):
+    def unload_module(self, mod):
         self.unloads.append(mod)
-        return 0
-
-    def error_name(self, res):
-        return f"CUDA_ERROR_{res}"
-
-    def check(self, res, what):
-        if res != 0:
-            raise rt.CudaDriverError(f"{what} failed: {self.error_name(res)}")
 
 
 def flow_for(path, drv, prefer="cubin"):

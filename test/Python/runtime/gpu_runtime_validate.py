@@ -29,6 +29,8 @@ import numpy as np
 
 from vortex.runtime import manifest as mf
 from vortex.runtime import cuda as rt
+from vortex.runtime import driver as drv_mod
+from vortex.runtime import plan as lp
 from vortex import testing
 
 report = testing.Tally()
@@ -183,6 +185,18 @@ MANIFEST = {
 NUM_SMS = {0: 132, 1: 114}
 
 
+class _Recorder(drv_mod.CtypesDriver):
+    """The ctypes driver's launch path, its cuLaunchKernel replaced by the
+    flow's recorder."""
+
+    def __init__(self, flow):
+        self.flow = flow
+
+    def _launch(self, l, stream, params, what):
+        self.flow._launch(l.func, l.grid, l.block, l.shared_bytes, stream,
+                          params, l.pdl)
+
+
 class FakeFlow(rt.CompiledFlowGPU):
     """CompiledFlowGPU with the device states prepared by hand (no driver)
     and torch and the launch replaced by recorders."""
@@ -207,6 +221,7 @@ class FakeFlow(rt.CompiledFlowGPU):
             self._states[dev] = st
         self.launches = []
         self.chain_launches = True
+        self._drv = _Recorder(self)
 
     def _launch(self, func, grid, block, shared, stream, params, pdl=False):
         dev, spec = self._specs[func]
@@ -265,13 +280,13 @@ report([x[0] for x in plan] == [0x100, 0x101] and
        [x[3] for x in plan] == [0, 50000],
        "plan: functions, grids, blocks, dynamic smem in manifest order",
        [x[:4] for x in plan])
-report(plan[0][4] == [("arg", 0), ("arg", 3), ("arg", 4), ("arg", 5),
-                      ("arg", 6), ("scratch", 0, TOTAL * 8),
-                      ("i32", ROWS), ("i32", TOTAL)],
+report(plan[0][4] == [lp.arg(0), lp.arg(3), lp.arg(4), lp.arg(5),
+                      lp.arg(6), lp.scratch(0, TOTAL * 8),
+                      lp.i32(ROWS), lp.i32(TOTAL)],
        "plan: w0 parameters (argument index, scratch numel, scalars)",
        plan[0][4])
-report(plan[1][4] == [("scratch", 0, TOTAL * 8), ("arg", 5), ("arg", 6),
-                      ("arg", 7), ("arg", 8), ("i32", ROWS)],
+report(plan[1][4] == [lp.scratch(0, TOTAL * 8), lp.arg(5), lp.arg(6),
+                      lp.arg(7), lp.arg(8), lp.i32(ROWS)],
        "plan: topk reads the same scratch", plan[1][4])
 report(flow.launches == [] and torch_.allocs == [],
        "plan: launches and allocates nothing")
@@ -697,8 +712,9 @@ csr_error("argument names", "block_ids: block id 9", [0, 1], [9], 4,
           indptr_name="block_ids", indices_name="block_ids")
 
 # --- the ctypes launch itself, against a recording driver -----------------
-class RecordingDriver:
-    """cuLaunchKernel / cuLaunchKernelEx recorders; `fail` makes them fail."""
+class RecordingDriver(drv_mod.CtypesDriver):
+    """The ctypes driver with cuLaunchKernel / cuLaunchKernelEx recorders;
+    `fail` makes them fail."""
 
     def __init__(self):
         self.calls, self.fail = [], 0
@@ -707,35 +723,30 @@ class RecordingDriver:
         cfg = cfg_ref._obj
         attrs = [(cfg.attrs[i].id, cfg.attrs[i].value)
                  for i in range(cfg.numAttrs)]
-        self.calls.append(("ex", func, (cfg.gridDimX, cfg.gridDimY,
-                                        cfg.gridDimZ),
+        self.calls.append(("ex", func.value, (cfg.gridDimX, cfg.gridDimY,
+                                              cfg.gridDimZ),
                            (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
                            cfg.sharedMemBytes, cfg.hStream, attrs))
         return self.fail
 
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream,
                        argv, extra):
-        self.calls.append(("plain", func, (gx, gy, gz), (bx, by, bz), shared,
-                           stream.value, []))
+        self.calls.append(("plain", func.value, (gx, gy, gz), (bx, by, bz),
+                           shared, stream.value, []))
         return self.fail
 
     def error_name(self, res):
         return f"CUDA_ERROR_{res}"
 
 
-class DriverOnly:
-    """What CompiledFlowGPU._launch reads of its flow."""
-    flow = "fake_flow"
-
-    def __init__(self, drv):
-        self._drv = drv
+def one_launch(pdl, shared=1024):
+    return lp.Launch(0x42, (3, 1, 1), (256, 1, 1), shared, [], pdl)
 
 
 drv = RecordingDriver()
 args = (ctypes.c_void_p * 1)()
 for pdl in (True, False, True):
-    rt.CompiledFlowGPU._launch(DriverOnly(drv), 0x42, (3, 1, 1), (256, 1, 1),
-                               1024, 0xabc, args, pdl)
+    drv._launch(one_launch(pdl), 0xabc, args, "fake_flow")
 report(drv.calls == [("ex", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc,
                       [(6, 1)]),
                      ("plain", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc, []),
@@ -746,8 +757,7 @@ report(drv.calls == [("ex", 0x42, (3, 1, 1), (256, 1, 1), 1024, 0xabc,
        "unchained one cuLaunchKernel", drv.calls)
 drv.fail = 701
 try:
-    rt.CompiledFlowGPU._launch(DriverOnly(drv), 0x42, (3, 1, 1), (256, 1, 1),
-                               0, 0xabc, args, True)
+    drv._launch(one_launch(True, 0), 0xabc, args, "fake_flow")
     report(False, "launch: a failed launch raises")
 except rt.CudaDriverError as e:
     report("cuLaunchKernelEx(fake_flow, grid=(3, 1, 1)" in str(e) and

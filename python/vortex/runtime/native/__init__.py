@@ -5,12 +5,14 @@
     >>> mod is None and native.unavailable_reason()
     >>> mod.register_cuda_impl("vortex::op", num_args, planner)
 
-`launcher.cpp` is a torch C++ extension (see its header for the plan
-format). `load` compiles it with `torch.utils.cpp_extension.load` (ninja and
+`launcher.cpp` (the torch ops' kernels and plan cache), `plan.cpp` (plans,
+described by `vortex.runtime.plan`) and `driver.cpp` (the runtime's one
+libcuda loader, which `vortex.runtime.driver` uses) are one torch C++
+extension. `load` compiles it with `torch.utils.cpp_extension.load` (ninja and
 nvcc's CUDA toolkit; no GPU needed to build) into a cache directory,
 `$VORTEX_NATIVE_DIR`, else
 `~/.cache/vortex/native/<torch.__version__>-<hash>` where the hash covers
-launcher.cpp, the compiler flags and the Python version. A stamp file written
+the sources, the compiler flags and the Python version. A stamp file written
 after a successful build lets later processes import the built module
 directly, without running ninja. `python3 -m vortex.runtime.native` (or
 scripts/build-native.sh) builds it ahead of time.
@@ -35,10 +37,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import List, Optional
 
-__all__ = ["SOURCE", "build_directory", "failure_detail", "load",
+__all__ = ["HEADERS", "SOURCES", "build_directory", "failure_detail", "load",
            "unavailable_reason"]
 
-SOURCE = Path(__file__).resolve().with_name("launcher.cpp")
+_HERE = Path(__file__).resolve().parent
+SOURCES = [_HERE / n for n in ("launcher.cpp", "plan.cpp", "driver.cpp")]
+HEADERS = [_HERE / n for n in ("plan.h", "driver.h")]
 _NAME = "vortex_native"
 _CFLAGS: List[str] = ["-O3"]
 _LDFLAGS: List[str] = ["-ldl"]  # dlopen of libcuda.so.1 (older glibc)
@@ -65,7 +69,8 @@ def unavailable_reason() -> Optional[str]:
 def _build_key() -> str:
     import torch
     h = hashlib.sha256()
-    h.update(SOURCE.read_bytes())
+    for path in SOURCES + HEADERS:
+        h.update(path.read_bytes())
     h.update(repr((_CFLAGS, _LDFLAGS, torch.__version__, torch.version.cuda,
                    sys.implementation.cache_tag)).encode())
     return h.hexdigest()[:16]
@@ -111,7 +116,8 @@ def _build(build_dir: Path, verbose: bool) -> ModuleType:
     from torch.utils import cpp_extension
     build_dir.mkdir(parents=True, exist_ok=True)
     module = cpp_extension.load(
-        name=_NAME, sources=[str(SOURCE)], extra_cflags=list(_CFLAGS),
+        name=_NAME, sources=[str(p) for p in SOURCES],
+        extra_cflags=list(_CFLAGS), extra_include_paths=[str(_HERE)],
         extra_ldflags=list(_LDFLAGS), with_cuda=True,
         build_directory=str(build_dir), verbose=verbose)
     stamp = {"key": _build_key(), "path": str(Path(module.__file__).resolve())}
@@ -159,7 +165,7 @@ def load(build: bool = True, verbose: bool = False) -> Optional[ModuleType]:
             global _failure_detail
             _failure_detail = f"{type(err).__name__}: {err}"
             first = str(err).strip().splitlines()[:1] or [type(err).__name__]
-            _failure = (f"building {SOURCE.name} failed ({first[0][:200]}): "
+            _failure = (f"building {SOURCES[0].name} failed ({first[0][:200]}): "
                         "install the CUDA toolkit (nvcc) and ninja, then "
                         "scripts/build-native.sh -v shows the compiler's "
                         "output")
