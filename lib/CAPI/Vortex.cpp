@@ -2,11 +2,15 @@
 
 #include "Vortex/CAPI/Vortex.h"
 #include "Vortex/Dialect/VortexDialect.h"
+#include "Vortex/Driver/Driver.h"
 #include "Vortex/Registration.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Registration.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/WithColor.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -71,4 +75,35 @@ int32_t vortexVTensorTypeGetFormat(MlirType type) {
 
 bool vortexVTensorTypeNeedsPadding(MlirType type) {
   return cast<VTensorType>(unwrap(type)).needsPadding();
+}
+
+MlirLogicalResult vortexCompileFlow(MlirStringRef input,
+                                    MlirStringRef outputDir,
+                                    MlirStringRef options,
+                                    MlirStringCallback diagnostics,
+                                    void *userData) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto report = [&](LogicalResult result) {
+    if (diagnostics && !text.empty())
+      diagnostics(mlirStringRefCreate(text.data(), text.size()), userData);
+    return wrap(result);
+  };
+  CompileOptions compileOptions;
+  std::string error;
+  if (failed(parseCompileOptions(unwrap(options), compileOptions, error))) {
+    llvm::WithColor::error(os, "vortex-compile") << "options: " << error
+                                                 << "\n";
+    return report(failure());
+  }
+  compileOptions.outputDir = unwrap(outputDir).str();
+  if (compileOptions.outputDir.empty()) {
+    llvm::WithColor::error(os, "vortex-compile")
+        << "no output directory\n";
+    return report(failure());
+  }
+  DialectRegistry registry;
+  registerCompileDialects(registry);
+  MLIRContext context(registry);
+  return report(compileFile(context, unwrap(input), compileOptions, os));
 }

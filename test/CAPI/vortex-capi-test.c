@@ -1,6 +1,6 @@
 /*===- vortex-capi-test.c - Test of the vortex C API ---------------------===*/
 
-// RUN: vortex-capi-test 2>&1 | FileCheck %s
+// RUN: rm -rf %t && mkdir -p %t && vortex-capi-test %t 2>&1 | FileCheck %s
 
 #include "Vortex/CAPI/Vortex.h"
 
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void printToStdout(MlirStringRef str, void *userData) {
   (void)userData;
@@ -290,12 +291,87 @@ static void testFlow(void) {
   mlirContextDestroy(ctx);
 }
 
-int main(void) {
+/// Prints the diagnostics of vortexCompileFlow.
+static void printCompileDiagnostics(MlirStringRef str, void *userData) {
+  (void)userData;
+  fprintf(stdout, "compile diagnostics: ");
+  fwrite(str.data, 1, str.length, stdout);
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/// Compiles `source`, written to <dir>/<name>.mlir, into <dir>/<name>.
+static int compile(const char *dir, const char *name, const char *source,
+                   const char *options, char *outDir, size_t outSize) {
+  char input[4096];
+  snprintf(input, sizeof(input), "%s/%s.mlir", dir, name);
+  snprintf(outDir, outSize, "%s/%s", dir, name);
+  FILE *f = fopen(input, "w");
+  if (!f) {
+    fprintf(stdout, "cannot write %s\n", input);
+    exit(1);
+  }
+  fputs(source, f);
+  fclose(f);
+  MlirLogicalResult result = vortexCompileFlow(
+      mlirStringRefCreateFromCString(input),
+      mlirStringRefCreateFromCString(outDir),
+      mlirStringRefCreateFromCString(options), printCompileDiagnostics, NULL);
+  return mlirLogicalResultIsSuccess(result);
+}
+
+/// vortexCompileFlow writes a flow's artifacts, or reports why not and
+/// writes nothing.
+static void testCompile(const char *dir) {
+  // CHECK-LABEL: testCompile
+  fprintf(stdout, "testCompile\n");
+  static char flow[4096];
+  const char *at = strstr(kFlow, "TOPK");
+  snprintf(flow, sizeof(flow), "%.*s%s%s", (int)(at - kFlow), kFlow, kTopk,
+           at + strlen("TOPK"));
+  char out[4096], path[4200];
+
+  // CHECK-NOT: compile diagnostics
+  // CHECK: compiled=1 manifest=1 library=1
+  int ok = compile(dir, "good", flow, "target=cpu", out, sizeof(out));
+  snprintf(path, sizeof(path), "%s/block_sparse_attention.manifest.json", out);
+  int manifest = exists(path);
+  snprintf(path, sizeof(path), "%s/libblock_sparse_attention.so", out);
+  fprintf(stdout, "compiled=%d manifest=%d library=%d\n", ok, manifest,
+          exists(path));
+
+  // Bad input: an error at its place, and no output directory.
+  // CHECK: compile diagnostics: {{.*}}bad.mlir:1:{{[0-9]+}}: error:
+  // CHECK: compiled=0 wrote=0
+  ok = compile(dir, "bad", "vortex.flow @", "target=cpu", out, sizeof(out));
+  fprintf(stdout, "compiled=%d wrote=%d\n", ok, exists(out));
+
+  // Bad options: unknown, or not going together.
+  // CHECK: compile diagnostics: vortex-compile: error: options: {{.*}}no such option bogus
+  // CHECK: compiled=0 wrote=0
+  ok = compile(dir, "badopt", flow, "target=cpu bogus=1", out, sizeof(out));
+  fprintf(stdout, "compiled=%d wrote=%d\n", ok, exists(out));
+  // CHECK: compile diagnostics: vortex-compile: error: --chip=sm_90 is for GPU targets, not --target=cpu
+  // CHECK: compiled=0 wrote=0
+  ok = compile(dir, "cpuchip", flow, "target=cpu chip=sm_90", out,
+               sizeof(out));
+  fprintf(stdout, "compiled=%d wrote=%d\n", ok, exists(out));
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: vortex-capi-test <scratch directory>\n");
+    return 2;
+  }
   MlirContext ctx = makeContext();
   testTypes(ctx);
   testParse(ctx);
   mlirContextDestroy(ctx);
   testRegistry();
   testFlow();
+  testCompile(argv[1]);
   return 0;
 }

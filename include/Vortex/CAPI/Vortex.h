@@ -1,7 +1,8 @@
 /*===- Vortex.h - C API of the vortex dialect ----------------------*- C -*-===*\
 |*                                                                            *|
 |* Registration, the !vortex.vtensor type and the #vortex.format attribute,   *|
-|* for language bindings (ctypes, Rust, ...). The library libVortexCAPI also  *|
+|* and the compile of a flow into its artifacts (vortexCompileFlow), for      *|
+|* language bindings (ctypes, Rust, ...). The library libVortexCAPI also      *|
 |* carries MLIR's core IR C API (context, parsing, verifying, printing), its  *|
 |* pass manager C API (mlir-c/Pass.h) and mlir-c/RegisterEverything.h.        *|
 \*===----------------------------------------------------------------------===*/
@@ -60,6 +61,21 @@ MLIR_CAPI_EXPORTED int64_t vortexVTensorTypeGetPaddedDim(MlirType type,
 MLIR_CAPI_EXPORTED MlirType vortexVTensorTypeGetElementType(MlirType type);
 MLIR_CAPI_EXPORTED int32_t vortexVTensorTypeGetFormat(MlirType type);
 MLIR_CAPI_EXPORTED bool vortexVTensorTypeNeedsPadding(MlirType type);
+
+/// Compiles the vortex flow in the file `input` ("-": stdin) into the
+/// directory `outputDir`, as `vortex-compile <input> -o <outputDir>` does
+/// (the manifest, and PTX and cubins or lib<flow>.so: docs/manifest.md).
+/// `options` holds vortex-compile's flags as space-separated `name=value`
+/// words without their dashes, e.g. "target=cpu", "target=sm_90 no-cubin
+/// to-gpu={topk-threads=256}"; empty: the tool's defaults. The diagnostics,
+/// if any, are passed to `diagnostics` as one text, as the tool prints them
+/// ("file:line:col: error: ..." or "vortex-compile: error: ..."); it may be
+/// NULL. Fails on bad options or input, writing nothing then, and on a
+/// failed compile, writing no manifest.
+MLIR_CAPI_EXPORTED MlirLogicalResult
+vortexCompileFlow(MlirStringRef input, MlirStringRef outputDir,
+                  MlirStringRef options, MlirStringCallback diagnostics,
+                  void *userData);
 
 #ifdef __cplusplus
 }

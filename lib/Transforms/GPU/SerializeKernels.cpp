@@ -11,7 +11,7 @@
 
 #include "Vortex/Transforms/GPU/Passes.h"
 
-#include "Vortex/Transforms/GPU/KernelCache.h"
+#include "Vortex/Target/KernelCache.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"

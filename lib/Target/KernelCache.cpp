@@ -1,6 +1,6 @@
 //===- KernelCache.cpp - per-kernel PTX pieces and their on-disk cache ---===//
 
-#include "Vortex/Transforms/GPU/KernelCache.h"
+#include "Vortex/Target/KernelCache.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/ELF.h"

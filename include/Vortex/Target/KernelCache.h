@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef VORTEX_TRANSFORMS_GPU_KERNELCACHE_H
-#define VORTEX_TRANSFORMS_GPU_KERNELCACHE_H
+#ifndef VORTEX_TARGET_KERNELCACHE_H
+#define VORTEX_TARGET_KERNELCACHE_H
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -150,4 +150,4 @@ bool isKernelPTXTopLevel(StringRef line);
 
 } // namespace mlir::vortex
 
-#endif // VORTEX_TRANSFORMS_GPU_KERNELCACHE_H
+#endif // VORTEX_TARGET_KERNELCACHE_H
