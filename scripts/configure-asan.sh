@@ -10,32 +10,17 @@
 # libFuzzer), against the same Debian LLVM/MLIR 22 as ./build. Quick when
 # nothing changed. Prints the build directory on stdout.
 #
-# VORTEX_SANITIZER_COMPILER=gcc configures a GCC 12 sanitizer build instead
-# (default directory ./build-asan-gcc, no libFuzzer: vortex-fuzz is then the
-# replay driver); docs/fuzzing.md compares the two.
-#
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LLVM_PREFIX="${LLVM_PREFIX:-/usr/lib/llvm-22}"
-compiler="${VORTEX_SANITIZER_COMPILER:-clang}"
-
-case "$compiler" in
-  clang)
-    BUILD_DIR="${VORTEX_ASAN_BUILD_DIR:-$ROOT/build-asan}"
-    args=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
-          -DVORTEX_ENABLE_FUZZER=ON) ;;
-  gcc)
-    BUILD_DIR="${VORTEX_ASAN_BUILD_DIR:-$ROOT/build-asan-gcc}"
-    args=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
-          -DVORTEX_ENABLE_FUZZER=OFF) ;;
-  *) echo "configure-asan: VORTEX_SANITIZER_COMPILER must be clang or gcc" >&2
-     exit 2 ;;
-esac
+BUILD_DIR="${VORTEX_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+args=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+      -DVORTEX_ENABLE_FUZZER=ON)
 
 if [ ! -f "$BUILD_DIR/build.ninja" ] || [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  echo "[build-asan] configuring $BUILD_DIR ($compiler)" >&2
+  echo "[build-asan] configuring $BUILD_DIR (clang-22)" >&2
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
     -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
     -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \

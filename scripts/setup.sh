@@ -6,14 +6,16 @@
 #   - LLVM/MLIR 22 (llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools,
 #     from bookworm-security): libMLIR.so, headers, CMake packages,
 #     mlir-tblgen, mlir-opt, FileCheck, not and lit (/usr/lib/llvm-22/bin/lit);
-#   - a C/C++ compiler (g++), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
+#   - clang-22, the compiler of Debian's libMLIR.so, which Vortex must be
+#     built with (the CMakeLists.txt says why), gcc/g++ (torch's C++
+#     extensions), CMake >= 3.20 and Ninja (apt's cmake 3.25 and
 #     ninja-build, unless a recent enough cmake / a ninja is already on PATH);
 #   - python3 with numpy, scikit-build-core (the package's build backend),
 #     torch 2.13.0 (pip's wheel, the CPU build is enough) and transformers
 #     5.17.0 (with psutil and accelerate), for the tests that use them;
 #   - SmolLM2-135M-Instruct's weights (scripts/fetch-smollm2.sh: a 93 MB
 #     GGUF into ~/.cache/vortex/models, and the gguf package);
-#   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also clang-22 and
+#   - with --sanitizers (or VORTEX_SETUP_SANITIZERS=1) also
 #     libclang-rt-22-dev (the ASan/UBSan runtimes and libFuzzer), for
 #     scripts/test-sanitizers.sh and scripts/fuzz.sh; llvm-symbolizer comes
 #     with llvm-22.
@@ -89,10 +91,11 @@ packages=(
   "libmlir-${LLVM_VERSION}-dev"
   "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-tools"
+  "clang-${LLVM_VERSION}"  # the compiler of libMLIR.so: Vortex's too
   python3  # /usr/bin/python3 runs lit
 )
 if [ "$sanitizers" = 1 ]; then
-  packages+=("clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev")
+  packages+=("libclang-rt-${LLVM_VERSION}-dev")
 fi
 have g++ || packages+=(g++)
 have gcc || packages+=(gcc)
@@ -164,16 +167,17 @@ for f in "$LLVM_PREFIX/lib/cmake/mlir/MLIRConfig.cmake" \
   [ -e "$f" ] || die "$f is missing after the install"
 done
 have ninja || die "ninja is not on PATH"
+have "clang++-${LLVM_VERSION}" || die "clang++-${LLVM_VERSION} is not on PATH"
 if [ "$sanitizers" = 1 ]; then
   rt="$LLVM_PREFIX/lib/clang/${LLVM_VERSION}/lib/linux"
-  for f in "/usr/bin/clang++-${LLVM_VERSION}" "$LLVM_PREFIX/bin/llvm-symbolizer" \
+  for f in "$LLVM_PREFIX/bin/llvm-symbolizer" \
            "$rt/libclang_rt.asan-x86_64.so" "$rt/libclang_rt.fuzzer-x86_64.a"; do
     [ -e "$f" ] || die "$f is missing after the install"
   done
 fi
 log "ok: LLVM/MLIR $("$LLVM_PREFIX/bin/llvm-config" --version)," \
     "$(cmake --version | head -n1), ninja $(ninja --version)," \
-    "$(g++ --version | head -n1)"
+    "$(clang++-${LLVM_VERSION} --version | head -n1)"
 if [ "$sanitizers" = 1 ]; then
-  log "ok: sanitizers and libFuzzer: $(clang++-${LLVM_VERSION} --version | head -n1)"
+  log "ok: sanitizers and libFuzzer"
 fi

@@ -56,7 +56,8 @@ config.environment["VORTEX_OPT"] = os.path.join(config.vortex_tools_dir,
                                                 "vortex-opt")
 
 tool_dirs = [config.vortex_tools_dir, config.llvm_tools_dir]
-tools = ["vortex-opt", "vortex-compile", "vortex-capi-test", "vortex-fuzz"]
+tools = ["vortex-opt", "vortex-compile", "vortex-capi-test",
+         "vortex-capi-test-mlir-first", "vortex-fuzz"]
 
 # An ASan/UBSan build (scripts/test-sanitizers.sh, docs/fuzzing.md): the
 # run-time options that instrumented vortex code next to Debian's

@@ -1,6 +1,19 @@
 /*===- vortex-capi-test.c - Test of the vortex C API ---------------------===*/
 
 // RUN: rm -rf %t && mkdir -p %t && vortex-capi-test %t 2>&1 | FileCheck %s
+// The same program in a process that loaded libMLIR.so before
+// libVortexCAPI.so, as an embedder that brought MLIR in through another
+// library does: it works alike, since vortex is built with libMLIR.so's
+// compiler (CMakeLists.txt).
+// RUN: rm -rf %t.first && mkdir -p %t.first
+// RUN: vortex-capi-test-mlir-first %t.first 2>&1 \
+// RUN:   | FileCheck %s --check-prefixes=CHECK,MLIRFIRST
+// MLIRFIRST: libMLIR.so loaded before libVortexCAPI.so
+
+#ifdef VORTEX_CAPI_TEST_MLIR_FIRST
+#define _GNU_SOURCE
+#include <link.h>
+#endif
 
 #include "Vortex/CAPI/Vortex.h"
 
@@ -361,11 +374,37 @@ static void testCompile(const char *dir) {
   fprintf(stdout, "compiled=%d wrote=%d\n", ok, exists(out));
 }
 
+#ifdef VORTEX_CAPI_TEST_MLIR_FIRST
+/// Records the link-map positions of libMLIR.so and libVortexCAPI.so.
+static int findLibraries(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  int *pos = data; // [count, libMLIR.so, libVortexCAPI.so]
+  ++pos[0];
+  if (pos[1] < 0 && strstr(info->dlpi_name, "/libMLIR.so"))
+    pos[1] = pos[0];
+  if (pos[2] < 0 && strstr(info->dlpi_name, "/libVortexCAPI.so"))
+    pos[2] = pos[0];
+  return 0;
+}
+
+/// The link map is in load order: says which library came first.
+static void printLoadOrder(void) {
+  int pos[3] = {0, -1, -1};
+  dl_iterate_phdr(findLibraries, pos);
+  int before = pos[1] >= 0 && pos[2] >= 0 && pos[1] < pos[2];
+  fprintf(stdout, "libMLIR.so loaded %s libVortexCAPI.so\n",
+          before ? "before" : "not before");
+}
+#endif
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: vortex-capi-test <scratch directory>\n");
     return 2;
   }
+#ifdef VORTEX_CAPI_TEST_MLIR_FIRST
+  printLoadOrder();
+#endif
   MlirContext ctx = makeContext();
   testTypes(ctx);
   testParse(ctx);

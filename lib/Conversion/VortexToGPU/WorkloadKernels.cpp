@@ -220,7 +220,10 @@ bool TileKernel::computeItem(Value blockId, Value pos, Value row,
   gi.ifThen(active, [&](Gen &gs) {
     auto guard = followInto(b, gs);
     auto emit = [&](Gen &ge, bool byId) {
-      for (auto [st, tv] : llvm::zip(plan.stores, values)) {
+      for (auto pair : llvm::zip(plan.stores, values)) {
+        // References, not a structured binding: `store` captures them.
+        auto &st = std::get<0>(pair);
+        auto &tv = std::get<1>(pair);
         if (st.byBlockId != byId)
           continue;
         Value memref = buffers.lookup(StringRef(st.buffer));

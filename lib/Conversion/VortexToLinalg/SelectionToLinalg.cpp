@@ -56,7 +56,10 @@ static std::pair<Value, Value> selectRows(LinalgBuilder &lb, Value score,
   auto loop = e.forLoop(
       e.idx(0), numRows, {counts, dest, e.idx(0)},
       [&](Emitter &x, Value r, ValueRange acc) {
-        auto [start, end] = lb.rowBounds(x, r);
+        // Named values, not a structured binding: the lambdas below
+        // capture them (a C++20 extension for bindings).
+        Value start, end;
+        std::tie(start, end) = lb.rowBounds(x, r);
         Value n = x.sub(end, start);
         Value bud = fixedBudget < 0 ? lb.budget(x, n)
                                     : x.idx(bos + fixedBudget + eos);
@@ -158,7 +161,10 @@ static std::pair<Value, Value> unionRows(LinalgBuilder &lb, Value tables[2],
   auto loop = e.forLoop(
       e.idx(0), numRows, {indptr0, sparseIndices, e.idx(0)},
       [&](Emitter &x, Value r, ValueRange acc) {
-        auto [start, end] = lb.rowBounds(x, r);
+        // Named values, not a structured binding: the lambdas below
+        // capture them (a C++20 extension for bindings).
+        Value start, end;
+        std::tie(start, end) = lb.rowBounds(x, r);
         Value hasBlocks = x.cmpI(arith::CmpIPredicate::sgt, end, start);
         Value last = x.ifElse(
             hasBlocks,
