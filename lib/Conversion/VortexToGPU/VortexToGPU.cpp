@@ -192,7 +192,9 @@ LogicalResult lowerFlow(FlowOp flow,
 struct ConvertVortexToGPUPass
     : public vortex::impl::ConvertVortexToGPUBase<ConvertVortexToGPUPass> {
   using Base::Base;
-  /// The pass's options as the generated struct the kernels read.
+  /// The pass's options as the generated struct the kernels read. Copied
+  /// one by one: MLIR 22's generated base builds its options from that
+  /// struct but has no way back (no getter, and Pass::Option members only).
   ConvertVortexToGPUOptions options() const {
     ConvertVortexToGPUOptions o;
     o.ctasPerSM = ctasPerSM;
