@@ -26,8 +26,7 @@
 
 #include "AttentionCommon.h"
 #include "Collectives.h"
-
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "MMA.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -117,25 +116,6 @@ struct MMAKernel {
     return vector::ExtractOp::create(x.b, x.loc, w, 0);
   }
 
-  /// d += a b on tensor cores: a 4 words (rows g and g + 8), b 2 words.
-  SmallVector<Value> mma(Gen &x, ArrayRef<Value> a4, ArrayRef<Value> b2,
-                         ArrayRef<Value> c4) {
-    auto resultType = LLVM::LLVMStructType::getLiteral(
-        x.b.getContext(), SmallVector<Type>(4, f32));
-    Value r = NVVM::MmaOp::create(
-        x.b, x.loc, resultType, a4, b2, c4, {16, 8, 16},
-        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
-      out.push_back(
-          LLVM::ExtractValueOp::create(x.b, x.loc, r, ArrayRef<int64_t>{i}));
-    return out;
-  }
-
   /// Element offset of token `t`'s row in the pool; 0 (a row in bounds)
   /// for a token past the CTA's range. Branch free, so the warp stays
   /// converged for its mma. Needs a row of at least one block.
@@ -209,7 +189,8 @@ struct MMAKernel {
         Value lo0 = qWords[0][2 * st], hi0 = qWords[0][2 * st + 1];
         Value lo1 = rows > 1 ? qWords[1][2 * st] : zeroI;
         Value hi1 = rows > 1 ? qWords[1][2 * st + 1] : zeroI;
-        c = mma(x, {lo0, lo1, hi0, hi1}, {kw[2 * st], kw[2 * st + 1]}, c);
+        // A: rows g and g + 8; B: 2 words.
+        c = mmaBF16(x, {lo0, lo1, hi0, hi1}, {kw[2 * st], kw[2 * st + 1]}, c);
         if (rows == 1)
           c[2] = c[3] = zeroF;
       }
@@ -261,10 +242,7 @@ struct MMAKernel {
         rows > 1 ? packPair(x, p[1][2], p[1][3]) : zeroI};
     // V of a token past the range is zero by select: p v would be NaN for
     // a NaN v even at p = 0.
-    auto vecType = VectorType::get({kVec}, bf16);
-    Value zeroVec = arith::ConstantOp::create(
-        x.b, x.loc, vecType,
-        DenseElementsAttr::get(vecType, x.b.getZeroAttr(bf16)));
+    Value zeroVec = zerosBF16(x, kVec);
     SmallVector<Value> v(loads.begin() + 2 * kVecs, loads.end());
     for (int64_t j = 0; j < 4; ++j)
       for (int64_t i = 0; i < vVecs; ++i) {
@@ -294,7 +272,7 @@ struct MMAKernel {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t k = 0; k < 2; ++k)
             acc[2 * r + k] = x.mulF(st.acc[c * perTile + 2 * r + k], alpha[r]);
-        acc = mma(x, aP, {pairs[0][e], pairs[1][e]}, acc);
+        acc = mmaBF16(x, aP, {pairs[0][e], pairs[1][e]}, acc);
         for (int64_t k = 0; k < perTile; ++k)
           st.acc[c * perTile + k] = acc[k];
       }
@@ -360,10 +338,7 @@ struct MMAKernel {
 
   /// q's rows g and g + 8 in K's column order, as words (0 past the heads).
   void loadQ(Gen &x, Value r) {
-    auto vecType = VectorType::get({kVec}, bf16);
-    Value zeroVec = arith::ConstantOp::create(
-        x.b, x.loc, vecType,
-        DenseElementsAttr::get(vecType, x.b.getZeroAttr(bf16)));
+    Value zeroVec = zerosBF16(x, kVec);
     for (int64_t row = 0; row < rows; ++row) {
       Value hr = x.add(gq, x.idx(8 * row));
       Value ok = x.lt(hr, x.idx(heads));

@@ -13,9 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MMA.h"
 #include "TileOps.h"
-
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -97,10 +96,7 @@ SmallVector<Value> MMAEmitter::loadFragments(Gen &x, Value row) {
   Value rowIndex = x.toIndex(row);
   Value rowBase = x.mul(rowIndex, x.idx(o.xRowElements));
   Value base = x.add(rowBase, x.mul(head, x.idx(o.xStride)));
-  auto rowType = VectorType::get({perLane}, bf16);
-  Value zero = arith::ConstantOp::create(
-      x.b, x.loc, rowType,
-      DenseElementsAttr::get(rowType, x.b.getZeroAttr(bf16)));
+  Value zero = zerosBF16(x, perLane);
   SmallVector<Value> regs(envelopeFragmentRegisters(lanes, perLane));
   Value savedLane = tb.laneInItem;
   OpBuilder *savedBuilder = tb.builder;
@@ -143,9 +139,6 @@ SmallVector<Value> MMAEmitter::pass(Gen &x, ValueRange args,
       [&](Gen &) { return frags; });
   Value mine = x.andI(pending,
                       x.cmpI(arith::CmpIPredicate::eq, myRow, leaderRow));
-  auto f32 = x.b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(
-      x.b.getContext(), SmallVector<Type>(4, f32));
   Value zeroI = x.i32(0), zeroF = x.f32(0.0);
   Value own0 = zeroF, own1 = zeroF;
   for (int64_t s = 0; s < sets; ++s) {
@@ -161,16 +154,9 @@ SmallVector<Value> MMAEmitter::pass(Gen &x, ValueRange args,
                       zeroI};
         Value b[2] = {frags[fragIndex(s, part, m, 0)],
                       frags[fragIndex(s, part, m, 1)]};
-        Value r = NVVM::MmaOp::create(
-            x.b, x.loc, resultType, a, b, d, {16, 8, 16},
-            /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-            std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                          NVVM::MMATypes::bf16},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                           NVVM::MMALayout::col});
-        for (int64_t i = 0; i < 2; ++i)
-          d[i] = LLVM::ExtractValueOp::create(x.b, x.loc, r,
-                                              ArrayRef<int64_t>{i});
+        SmallVector<Value> c01 = mmaBF16(x, a, b, d, /*results=*/2);
+        d[0] = c01[0];
+        d[1] = c01[1];
       }
     // This lane's row is its item's in set quadInGroup only.
     Value isOwn = x.cmpI(arith::CmpIPredicate::eq, quadInGroup, x.idx(s));

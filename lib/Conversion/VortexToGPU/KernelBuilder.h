@@ -1,7 +1,10 @@
 //===- KernelBuilder.h - Shared helpers of the GPU code generator -*- C++ -*-===//
 //
 // Scalar and memory helpers for emitting gpu.func bodies, and the kernel
-// records the manifest is built from.
+// records the manifest is built from. With Collectives.h, the base of every
+// kernel library (VortexGPUKernelBuilder: KernelBuilder.cpp,
+// Collectives.cpp); the kernels' entry points below are the pass's library
+// (VortexToGPU), the selection kernels' Selection/Selection.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,14 +175,6 @@ LogicalResult reportWorkloadPlan(FlowContext &ctx, Operation *op,
 /// reduction over dim 0.
 LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
                                 StringRef name);
-/// Emits the per-row top-k kernel of vortex.topk / vortex.approx_topk (the
-/// sparse CSR) or of vortex.trtllm_topk (a block table and counts).
-LogicalResult emitTopKKernel(FlowContext &ctx, Operation *op,
-                             StringRef name);
-/// Emits the two kernels of vortex.union: each row's deduplicated union
-/// into scratch, then packed into the sparse CSR.
-LogicalResult emitUnionKernels(FlowContext &ctx, UnionOp op,
-                               StringRef name);
 
 /// What the attend kernels are specialized for: the flow's block size, head
 /// dim D, group size G and query tokens T, and the k/v and q dtypes.

@@ -1,9 +1,8 @@
-//===- RowKernels.cpp - Per-row scan kernels and row helpers --------------===//
+//===- RowKernels.cpp - Per-row scan kernels ------------------------------===//
 //
 // Standalone (S) ops need a whole row: one CTA per (request, KV head) row.
 // Scans run per channel over the scored range [bos, n - eos) with CTA-wide
-// reductions. The row helpers here are shared with the selection kernels
-// (SelectionKernels.cpp).
+// reductions (the row helpers are KernelBuilder.h's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,81 +13,6 @@
 using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
-
-RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, FlowConfigAttr cfg, Value indptr,
-                                      Value r, Value limit) {
-  int64_t bos = cfg.getReservedBos(), eos = cfg.getReservedEos();
-  RowKnobs knobs{g.idx(cfg.getMinBudget()),
-                 g.f64(cfg.getTopkRatio().getValueAsDouble()), g.idx(bos),
-                 g.idx(eos)};
-  return rowInfo(g, knobs, indptr, r, limit);
-}
-
-RowInfo mlir::vortex::gpugen::rowInfo(Gen &g, const RowKnobs &knobs,
-                                      Value indptr, Value r, Value limit) {
-  RowInfo info;
-  Value s = g.toIndex(g.load(indptr, r));
-  Value e = g.toIndex(g.load(indptr, g.add(r, g.idx(1))));
-  // Unsigned: a negative entry is huge and clamps to the limit.
-  info.start = g.minU(s, limit);
-  info.end = g.minU(e, limit);
-  info.end = g.select(g.cmpI(arith::CmpIPredicate::ult, info.end, info.start),
-                      info.start, info.end);
-  info.exact = g.andI(g.cmpI(arith::CmpIPredicate::eq, info.start, s),
-                      g.cmpI(arith::CmpIPredicate::eq, info.end, e));
-  info.n = g.sub(info.end, info.start);
-  info.budget = knobs.ratio
-                    ? emitRowBudget(g, knobs.minBudget, knobs.ratio, info.n)
-                    : knobs.minBudget;
-  info.needs = g.cmpI(arith::CmpIPredicate::sgt, info.n, info.budget);
-  info.lo = g.add(info.start, knobs.bos);
-  info.hi = g.sub(info.end, knobs.eos);
-  return info;
-}
-
-void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
-                                           gpu::GPUFuncOp func,
-                                           int64_t threads,
-                                           ArrayRef<Param> params,
-                                           ArrayRef<std::string> reads,
-                                           ArrayRef<std::string> writes) {
-  KernelRecord rec;
-  rec.name = func.getName().str();
-  rec.step = Step::Indexer;
-  rec.gridKind = "rows";
-  rec.threads = threads;
-  for (auto [i, buf] : llvm::enumerate(func.getWorkgroupAttributions())) {
-    auto type = cast<MemRefType>(buf.getType());
-    auto align =
-        dyn_cast_or_null<IntegerAttr>(func.getWorkgroupAttributionAttr(
-            i, LLVM::LLVMDialect::getAlignAttrName()));
-    rec.sharedBytes =
-        llvm::alignTo(rec.sharedBytes, align ? align.getInt() : 1) +
-        type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  }
-  rec.params.assign(params.begin(), params.end());
-  rec.reads.assign(reads.begin(), reads.end());
-  rec.writes.assign(writes.begin(), writes.end());
-  ctx.abi.kernels.push_back(rec);
-}
-
-scf::ForOp mlir::vortex::gpugen::strided(
-    Gen &g, Value lo, Value hi, Value tid, int64_t threads, ValueRange inits,
-    function_ref<SmallVector<Value>(Gen &, Value, ValueRange)> body) {
-  // Iterate over k with p = lo + tid + k * threads.
-  Value span = g.sub(g.maxI(hi, lo), lo);
-  Value count = g.ceilDiv(span, g.idx(threads));
-  return g.forLoop(g.idx(0), count, inits,
-                   [&](Gen &x, Value k, ValueRange acc) -> SmallVector<Value> {
-                     Value p = x.add(x.add(lo, tid), x.mul(k, x.idx(threads)));
-                     Value in = x.lt(p, hi);
-                     auto res = x.ifElse(
-                         in, acc.getTypes(),
-                         [&](Gen &y) { return body(y, p, acc); },
-                         [&](Gen &) { return SmallVector<Value>(acc); });
-                     return res;
-                   });
-}
 
 namespace {
 /// One channel `c` of a row scan (softmax, normalize, conv1d) over the

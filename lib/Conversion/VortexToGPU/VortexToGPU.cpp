@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "Selection/Selection.h"
 #include "Vortex/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -22,98 +23,6 @@ namespace mlir::vortex {
 using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::gpugen;
-
-int64_t mlir::vortex::gpugen::computeExtent(VTensorType t, unsigned dim) {
-  return t.getExplicitPadding() ? nextPowerOf2(t.getInner(dim))
-                                : t.getInner(dim);
-}
-
-std::string FlowContext::allocScratch(Value v) {
-  auto it = bufferOf.find(v);
-  if (it != bufferOf.end())
-    return it->second;
-  auto type = cast<VTensorType>(v.getType());
-  // A parameter-format value (a masked parameter) is one shared row.
-  std::string lead = type.isParameter() ? "1"
-                     : type.isBatched() ? abi::kRows.str()
-                                        : abi::kTotal.str();
-  // Index values (trtllm block tables and counts) stay i32; the rest f32.
-  Type element = type.getElementType().isInteger(32)
-                     ? Type(IntegerType::get(v.getContext(), 32))
-                     : Type(Float32Type::get(v.getContext()));
-  std::string name = allocScratchBuffer(lead, computeExtent(type, 1),
-                                        computeExtent(type, 2), element);
-  bufferOf[v] = name;
-  return name;
-}
-
-std::string FlowContext::allocScratchBuffer(StringRef lead, int64_t d0,
-                                            int64_t d1, Type elementType) {
-  // A flow tensor (a field, a parameter) may be named like a scratch buffer.
-  std::string name;
-  do
-    name = "scratch" + std::to_string(nextScratch++);
-  while (abi.tensors.count(name));
-  TensorRecord rec;
-  rec.role = Role::Scratch;
-  rec.elementType = elementType;
-  rec.shape = {lead.str(), std::to_string(d0), std::to_string(d1)};
-  abi.tensors[name] = rec;
-  return name;
-}
-
-std::string FlowContext::statusBuffer() {
-  for (auto &[name, rec] : abi.tensors)
-    if (rec.role == Role::Status)
-      return name;
-  // Named apart from the flow's own tensors (a field may be called status).
-  std::string name = "status";
-  for (unsigned i = 0; abi.tensors.count(name); ++i)
-    name = "status" + std::to_string(i);
-  TensorRecord rec;
-  rec.role = Role::Status;
-  rec.elementType = IntegerType::get(flow.getContext(), 32);
-  rec.shape = {std::to_string(abi::kStatusWords)};
-  abi.tensors[name] = rec;
-  return name;
-}
-
-gpu::GPUFuncOp mlir::vortex::gpugen::createKernel(FlowContext &ctx,
-                                                  OpBuilder &b, Location loc,
-                                                  StringRef name,
-                                                  ArrayRef<Param> params,
-                                                  int64_t threads) {
-  SmallVector<Type> types;
-  for (const Param &p : params)
-    types.push_back(p.isBuffer
-                        ? Type(MemRefType::get({ShapedType::kDynamic},
-                                               p.elementType))
-                        : (p.elementType ? p.elementType
-                                         : Type(b.getI32Type())));
-  auto func =
-      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
-  b.setInsertionPointToStart(&func.getBody().front());
-  return func;
-}
-
-void mlir::vortex::gpugen::keepLoopsRolled(gpu::GPUFuncOp func) {
-  MLIRContext *ctx = func.getContext();
-  auto unroll = LLVM::LoopUnrollAttr::get(
-      ctx, /*disable=*/{}, /*count=*/{},
-      /*runtimeDisable=*/BoolAttr::get(ctx, true), /*full=*/{}, {}, {}, {});
-  auto annotation = LLVM::LoopAnnotationAttr::get(
-      ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
-  // scf-to-cf moves LLVM attributes of a loop onto its back edge, where the
-  // LLVM translation makes them the loop's llvm.loop metadata.
-  func.walk([&](scf::ForOp loop) {
-    loop->setAttr(LLVM::BrOp::getLoopAnnotationAttrName(
-                      OperationName(LLVM::BrOp::getOperationName(), ctx)),
-                  annotation);
-  });
-}
 
 namespace {
 
@@ -283,7 +192,9 @@ LogicalResult lowerFlow(FlowOp flow,
 struct ConvertVortexToGPUPass
     : public vortex::impl::ConvertVortexToGPUBase<ConvertVortexToGPUPass> {
   using Base::Base;
-  /// The pass's options as the generated struct the kernels read.
+  /// The pass's options as the generated struct the kernels read. Copied
+  /// one by one: MLIR 22's generated base builds its options from that
+  /// struct but has no way back (no getter, and Pass::Option members only).
   ConvertVortexToGPUOptions options() const {
     ConvertVortexToGPUOptions o;
     o.ctasPerSM = ctasPerSM;

@@ -1,18 +1,20 @@
-//===- SelectionCommon.h - Helpers the top-k and union kernels share -*- C++ -*-===//
+//===- SelectionCommon.h - Row helpers of the selection kernels -*- C++ -*-===//
 //
-// Row helpers of the selection kernels (SelectionKernels.cpp: the top-k;
-// UnionKernels.cpp: the trtllm union), defined in SelectionKernels.cpp.
+// Row helpers of the selection kernels (TopKKernels.cpp and RowSelection.cpp:
+// the top-k; UnionKernels.cpp: the trtllm union), defined in
+// SelectionCommon.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTIONCOMMON_H
-#define VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTIONCOMMON_H
+#ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTION_SELECTIONCOMMON_H
+#define VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTION_SELECTIONCOMMON_H
 
-#include "Collectives.h"
+#include "../Collectives.h"
 
 namespace mlir::vortex::gpugen {
 
-/// An i1 constant false.
+/// i1 constants true and false.
+Value trueValue(Gen &g);
 Value falseValue(Gen &g);
 
 /// Row r's end in sparse_kv_indptr (and its 0 at row 0); one thread.
@@ -26,4 +28,4 @@ Value loadIndexOrZero(Gen &g, Value buffer, Value i);
 
 } // namespace mlir::vortex::gpugen
 
-#endif // VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTIONCOMMON_H
+#endif // VORTEX_LIB_CONVERSION_VORTEXTOGPU_SELECTION_SELECTIONCOMMON_H

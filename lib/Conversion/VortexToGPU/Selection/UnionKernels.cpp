@@ -1,12 +1,13 @@
 //===- UnionKernels.cpp - The trtllm union kernels -------------------------===//
 //
-// vortex.union of two vortex.trtllm_topk tables (SelectionKernels.cpp writes
+// vortex.union of two vortex.trtllm_topk tables (TopKKernels.cpp writes
 // them at each row's dense positions with a count per row): kernel 1 merges
 // a row's entries, kernel 2 packs the rows into the sparse CSR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "SelectionCommon.h"
+#include "Selection.h"
 #include "Vortex/Conversion/Passes.h"
 
 using namespace mlir;
