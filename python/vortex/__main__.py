@@ -150,6 +150,9 @@ def _verify(args) -> int:
     from . import api
     from .compiler import sweep
     from .flow import FlowInitError
+    if args.file and not args.file.endswith(".py"):
+        raise UsageError(f"FILE {args.file!r}: verify takes a flow module "
+                         "(.py); the sweep traces it at each config")
     flow, base, name = _resolve(args)
     base = FlowConfig.coerce(base, **_overrides(args))
     pick = {k: getattr(args, k) or (sweep.QUICK[k] if args.quick else
