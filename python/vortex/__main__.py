@@ -4,6 +4,7 @@
     python -m vortex compile --flow block_sparse_attention   # a shipped flow
     python -m vortex trace flows.py --flow NAME --group-size 5
     python -m vortex verify flows.py --flow NAME    # a sweep of configs
+    python -m vortex verify flows.py --flow NAME --quick   # a smaller one
     python -m vortex list [flows.py]
     python -m vortex demo [examples/<flow>.mlir]   # the README's main job
     python -m vortex demo-engine                   # ... then a real model
@@ -15,12 +16,19 @@ Config flags override FlowConfig's defaults (those of
 examples/block_sparse_attention.mlir); `--init KEY=VALUE` passes keyword
 arguments to the flow's constructor. `compile` prints the manifest path;
 errors (FlowError) are printed with the Python line at fault, exit 1.
+`verify` prints a table of the configs (vortex.compiler.sweep) and its
+time, exit 0 when every config compiles on both back ends, else 1. Bad
+arguments (a FILE that does not exist, a `--flow` nobody registered, a
+malformed `--init`; for `verify`, also an `--init` the constructor does not
+take) exit 2, as argparse's own usage errors do, with a line that names
+the argument.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -31,26 +39,35 @@ _INT_KNOBS = ("block_size", "page_size", "head_dim", "group_size",
               "topk_val", "reserved_bos", "reserved_eos", "query_tokens")
 
 
+class UsageError(Exception):
+    """A bad command-line argument (exit 2); the message names it."""
+
+
+def _flow_arguments(c: argparse.ArgumentParser, file_help: str) -> None:
+    """FILE, --flow, --name, --init and the config flags."""
+    c.add_argument("file", nargs="?", help=file_help)
+    c.add_argument("--flow", help="registered flow name (or, without "
+                   "FILE, a shipped example)")
+    c.add_argument("--name", help="symbol of the traced vortex.flow "
+                   "(default: the registered name)")
+    c.add_argument("--init", action="append", default=[],
+                   metavar="KEY=VALUE", help="flow constructor argument")
+    for knob in _INT_KNOBS:
+        c.add_argument("--" + knob.replace("_", "-"), type=int)
+    c.add_argument("--topk-ratio", type=float)
+    for knob in ("intermediate-dtype", "kv-dtype", "q-dtype"):
+        c.add_argument("--" + knob)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vortex",
                                 description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("compile", "trace"):
         c = sub.add_parser(name, help=f"{name} a flow")
-        c.add_argument("file", nargs="?", help="flow module (.py) or .mlir")
-        c.add_argument("--flow", help="registered flow name (or, without "
-                       "FILE, a shipped example)")
-        c.add_argument("--name", help="symbol of the traced vortex.flow "
-                       "(default: the registered name)")
+        _flow_arguments(c, "flow module (.py) or .mlir")
         c.add_argument("-o", "--output", help="compile: output directory "
                        "(default: the compile cache); trace: output file")
-        c.add_argument("--init", action="append", default=[],
-                       metavar="KEY=VALUE", help="flow constructor argument")
-        for knob in _INT_KNOBS:
-            c.add_argument("--" + knob.replace("_", "-"), type=int)
-        c.add_argument("--topk-ratio", type=float)
-        for knob in ("intermediate-dtype", "kv-dtype", "q-dtype"):
-            c.add_argument("--" + knob)
         if name == "compile":
             c.add_argument("--target", default="cpu",
                            help="cpu or a GPU chip (sm_80, sm_90, ...)")
@@ -63,18 +80,18 @@ def _parser() -> argparse.ArgumentParser:
                            help="skip vortex-opt")
     v = sub.add_parser("verify", help="trace, verify and lower a flow on "
                        "both back ends over a sweep of configs, launching "
-                       "nothing (vortex.compiler.sweep)")
-    v.add_argument("file", nargs="?", help="flow module (.py)")
-    v.add_argument("--flow", help="registered flow name (or, without FILE, "
-                   "a shipped example)")
-    v.add_argument("--name", help="symbol of the traced vortex.flow")
-    v.add_argument("--init", action="append", default=[],
-                   metavar="KEY=VALUE", help="flow constructor argument")
+                       "nothing (vortex.compiler.sweep); the config flags "
+                       "set the base the sweep varies")
+    _flow_arguments(v, "flow module (.py)")
     for knob, default in (("groups", "GROUPS"), ("head-dims", "HEAD_DIMS"),
                           ("block-sizes", "BLOCK_SIZES"),
                           ("page-ratios", "PAGE_RATIOS")):
         v.add_argument("--" + knob, type=int, nargs="+", default=None,
-                       help=f"default: vortex.compiler.sweep.{default}")
+                       help=f"default: vortex.compiler.sweep.{default} "
+                       "(QUICK's with --quick)")
+    v.add_argument("--quick", action="store_true", help="a smaller grid "
+                   "(vortex.compiler.sweep.QUICK) that keeps each axis's "
+                   "edges")
     v.add_argument("-j", "--jobs", type=int, default=2)
     ls = sub.add_parser("list", help="list the registered flows")
     ls.add_argument("file", nargs="?")
@@ -86,7 +103,7 @@ def _init_kwargs(items: List[str]) -> Dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.isidentifier():
-            raise SystemExit(f"--init expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"--init expects KEY=VALUE, got {item!r}")
         try:
             out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -104,38 +121,55 @@ def _overrides(args) -> Dict[str, Any]:
 def _resolve(args):
     """(flow name, base config, symbol) for the arguments."""
     from . import flows
-    from .flow import list_keys, load_module
+    from .flow import has, list_keys, load_module
     if args.file:
         before = set(list_keys())
         load_module(args.file)
         new = [k for k in list_keys() if k not in before]
         flow = args.flow or (new[0] if len(new) == 1 else None)
         if flow is None:
-            raise SystemExit(f"{args.file} registers {new}: pick one with "
-                             "--flow")
+            raise UsageError(f"FILE {args.file!r} registers {new}: pick one "
+                             "with --flow")
+        if not has(flow):
+            raise UsageError(f"--flow {flow!r}: {args.file} registers no "
+                             f"such flow (it registers {new})")
         return flow, None, args.name
     if not args.flow:
-        raise SystemExit("give a flow FILE or --flow NAME")
+        raise UsageError("give a flow FILE or --flow NAME")
     shipped = flows.SHIPPED.get(args.flow)
     if shipped is not None:
         return shipped.flow, shipped.config, args.name or shipped.symbol
+    if not has(args.flow):
+        known = ", ".join(sorted(list_keys()))
+        raise UsageError(f"--flow {args.flow!r}: no such registered or "
+                         f"shipped flow (known: {known})")
     return args.flow, None, args.name
 
 
 def _verify(args) -> int:
+    from . import api
     from .compiler import sweep
+    from .flow import FlowInitError
+    if args.file and not args.file.endswith(".py"):
+        raise UsageError(f"FILE {args.file!r}: verify takes a flow module "
+                         "(.py); the sweep traces it at each config")
     flow, base, name = _resolve(args)
-    base = FlowConfig.coerce(base)
-    pick = {k: getattr(args, k) or getattr(sweep, d) for k, d in (
-        ("groups", "GROUPS"), ("head_dims", "HEAD_DIMS"),
-        ("block_sizes", "BLOCK_SIZES"), ("page_ratios", "PAGE_RATIOS"))}
-    if any(x < 1 for xs in pick.values() for x in xs):
-        raise SystemExit("verify: --groups, --head-dims, --block-sizes and "
-                         "--page-ratios take positive integers")
-    outcomes = sweep.sweep(flow, sweep.grid(base, **pick), name=name,
-                           init_kwargs=_init_kwargs(args.init),
-                           jobs=args.jobs)
-    table, status = sweep.report(outcomes)
+    base = FlowConfig.coerce(base, **_overrides(args))
+    pick = {k: getattr(args, k) or (sweep.QUICK[k] if args.quick else
+                                    getattr(sweep, k.upper()))
+            for k in ("groups", "head_dims", "block_sizes", "page_ratios")}
+    if any(x < 1 for xs in pick.values() for x in xs) or args.jobs < 1:
+        raise UsageError("--groups, --head-dims, --block-sizes, "
+                         "--page-ratios and --jobs take positive integers")
+    init = _init_kwargs(args.init)
+    try:   # the constructor takes no config: a failure there fails all
+        api.resolve_flow(flow, init)
+    except FlowInitError as err:
+        if str(err).startswith("Constructor arguments mismatch"):
+            raise UsageError(f"--init: {err}") from None
+        raise
+    table, status = sweep.verify(flow, sweep.grid(base, **pick), name=name,
+                                 init_kwargs=init, jobs=args.jobs)
     print(table)
     return status
 
@@ -143,6 +177,8 @@ def _verify(args) -> int:
 def _run(args) -> int:
     from .compiler import driver as compiler
     from . import api
+    if args.file and not os.path.isfile(args.file):
+        raise UsageError(f"FILE {args.file!r}: no such file")
     if args.command == "verify":
         return _verify(args)
     if args.command == "list":
@@ -198,6 +234,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _guarded(lambda: _run(args))
+    except UsageError as err:
+        print(f"python -m vortex {args.command}: error: {err}",
+              file=sys.stderr)
+        return 2
     except (FlowError, FlowLoadError, FlowInitError, RegistryError,
             FileNotFoundError, ValueError) as err:
         print(f"{type(err).__name__}: {err}", file=sys.stderr)

@@ -10,10 +10,12 @@ the result type, append the MLIR op); `Mode.execute` or no context runs
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import sys
 from abc import ABC, abstractmethod
 from enum import IntEnum
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..frontend.errors import (FlowArgumentError, FlowTraceError,
                                UnsupportedOpError, format_message)
@@ -138,23 +140,32 @@ class vOp(ABC):
         return f"{type(self).__name__}: "
 
 
+def unsupported(op: str, message: str) -> UnsupportedOpError:
+    """The error for a vortex_torch construct vortex lacks, built in a
+    flow's code: at the user's line, naming the flow (while its __init__
+    runs) and `op`."""
+    site = user_site()
+    flow = _enclosing_flow()
+    return UnsupportedOpError(
+        format_message(site, flow, op, message), flow=flow, op=op,
+        filename=site.filename if site else None,
+        lineno=site.lineno if site else None)
+
+
 class UnsupportedOp(vOp):
     """A vortex_torch op without a counterpart in the vortex dialect: the
     name exists so that flows importing it fail with a clear error when they
     build it."""
 
     reason = "the vortex dialect has no such op"
+    #: The whole message, when `reason` does not fit it (unknown_op).
+    message: Optional[str] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        site = user_site()
-        flow = _enclosing_flow()
         name = type(self).__name__
-        raise UnsupportedOpError(
-            format_message(site, flow, name,
-                           f"{name} is a vortex_torch op that vortex does not "
-                           f"support ({self.reason})"),
-            flow=flow, op=name, filename=site.filename if site else None,
-            lineno=site.lineno if site else None)
+        raise unsupported(name, self.message or (
+            f"{name} is a vortex_torch op that vortex does not support "
+            f"({self.reason})"))
 
     def trace(self, *args: Any, ctx: Any, **kwargs: Any) -> Any:
         # Not reached: the constructor raises.
@@ -164,18 +175,29 @@ class UnsupportedOp(vOp):
 _UNKNOWN: Dict[Tuple[str, str], type] = {}
 
 
+def _did_you_mean(name: str, known: Sequence[str]) -> str:
+    """" (did you mean X?)" for the op `name` most likely misspells."""
+    same = [k for k in known if k.lower() == name.lower()]
+    close = same or difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def unknown_op(module: str, name: str) -> type:
     """The op class for a name `module` (vortex.indexer, vortex.cache) does
     not have: one that vortex_torch's custom-op registry may add, or a
     misspelling. Importing it works; building it raises UnsupportedOpError
-    naming the flow, the op and the line, as for a known unsupported op."""
+    naming the flow, the op and the line, as for a known unsupported op,
+    and the op `name` most likely misspells, if any."""
     key = (module, name)
     if key not in _UNKNOWN:
+        known = getattr(sys.modules.get(module), "__all__", ())
         _UNKNOWN[key] = type(name, (UnsupportedOp,), {
             "__module__": module,
-            "reason": f"{module} has no op of that name: vortex_torch's "
-                      "custom ops (its registry of Schedule.S kernels) have "
-                      "no vortex counterpart"})
+            "message": f"{module} has no op {name}"
+                       f"{_did_you_mean(name, known)}; if it is one of "
+                       "vortex_torch's custom ops (its open registry of "
+                       "Schedule.S kernels), vortex does not support it: "
+                       "custom ops have no dialect counterpart"})
     return _UNKNOWN[key]
 
 
@@ -184,7 +206,12 @@ def unknown_op_getattr(module: str):
     a capitalized name it does not have (a vortex_torch custom op, a
     misspelling) imports as `unknown_op(module, name)`, so building it
     raises UnsupportedOpError with the flow, the op and the line, never a
-    bare ImportError; any other name is an AttributeError."""
+    bare ImportError. vortex_torch's custom-op registry is open (a flow's
+    package registers its own), so there is no list of its names to check
+    against: an op name is any capitalized one, as vortex_torch's op
+    classes are but for topK and approxTopK, which this module has. Any
+    other name is an AttributeError naming the module
+    (ImportError in a from-import)."""
     def __getattr__(name: str):
         if name[:1].isupper():
             return unknown_op(module, name)

@@ -16,14 +16,15 @@ like a field (`vortex.load(path, params=flow.parameters())`); in eager mode it
 is its torch tensor, so a flow's weights train with autograd
 (`vortex.semantics.eager`). Its name is the flow attribute holding it unless
 given. vortex_torch keeps `[L, ...]` weights for all layers and gathers the
-current one; a vortex flow holds one layer's `[r, c]`.
+current one (`Parameter(W[L, r, c], lookup)`); a vortex flow holds one
+layer's `[r, c]`, and the per-layer form raises UnsupportedOpError.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from .op import UnsupportedOp
+from .op import UnsupportedOp, unsupported
 
 __all__ = ["Parameter", "Int4Packed"]
 
@@ -33,6 +34,13 @@ class Parameter:
 
     def __init__(self, data: Any, name: Optional[str] = None) -> None:
         shape = tuple(int(d) for d in getattr(data, "shape", ()))
+        if (len(shape) == 3 and shape[0] > 1) or \
+                not (name is None or isinstance(name, str)):
+            raise unsupported("Parameter", (
+                "per-layer weights (vortex_torch's Parameter(W[L, r, c], "
+                "lookup), one layer selected per call) are not supported: "
+                "give the flow one layer's [r, c] and bind that layer's "
+                "values when loading it (vortex.load(path, params=...))"))
         if len(shape) == 3 and shape[0] == 1:
             shape = shape[1:]
         if len(shape) != 2 or min(shape) < 1:

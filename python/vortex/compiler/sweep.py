@@ -1,22 +1,28 @@
 """`python -m vortex verify`: vortex_torch's `verify_flow_compilable`. A
 flow is traced under a grid of configs; each is verified by vortex-opt and
-lowered by both back ends (`--vortex-to-cpu`, and `--vortex-nvvm-stage-lower`:
-its GPU kernels to the NVVM dialect), launching nothing and writing nothing.
+lowered by both back ends (`--vortex-to-cpu`: the CPU lowering to the LLVM
+dialect; `--vortex-to-nvvm`: the GPU kernels to PTX, no ptxas), launching
+nothing and writing nothing.
 
 The grid: every group size of `groups` with every head dim of `head_dims`
 (at the base config's block and page size), then every block size of
-`block_sizes` at every page/block ratio of `page_ratios` (at the base
-group size and head dim). Each config ends as
+`block_sizes` at every page/block ratio of `page_ratios` whose page holds
+at most `MAX_PAGE_SIZE` tokens (at the base group size and head dim), as
+vortex_torch's sweep. `QUICK` is a smaller grid that keeps each axis's
+edges (odd G and D, the smallest and largest blocks). Each config ends as
 - `ok`: verified, and both back ends lower it;
-- `refused`: the tracer or the verifier refuses it, with a located
-  diagnostic (a config the flow does not support);
+- `refused`: the flow's constructor, the tracer or the verifier refuses it,
+  with a located diagnostic (a config the flow does not support);
 - `FAILS`: verified, but a back end fails on it (a compiler bug: verified IR
   must lower).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
@@ -24,14 +30,22 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 from .. import api
 
 from . import driver as compiler
+from ..environment import SetupError
 from ..frontend.config import FlowConfig
 from ..frontend.errors import FlowError
 
 GROUPS = (1, 2, 4, 8, 16, 5)
 HEAD_DIMS = (32, 64, 128, 80)
 BLOCK_SIZES = (4, 8, 16, 32, 64, 128)
-PAGE_RATIOS = (1, 2, 4)
-BACK_ENDS = ("--vortex-to-cpu", "--vortex-nvvm-stage-lower")
+PAGE_RATIOS = (1, 2, 4, 8, 16)
+MAX_PAGE_SIZE = 256            # vortex_torch's max_page_size
+QUICK = dict(groups=(1, 5, 16), head_dims=(64, 80),
+             block_sizes=(4, 16, 128), page_ratios=(1, 4))
+BACK_ENDS = ("--vortex-to-cpu", "--vortex-to-nvvm")
+# The GPU side stopped at the NVVM dialect, before LLVM's PTX code
+# generation (most of the time): for walks over hundreds of flows.
+NVVM_BACK_ENDS = ("--vortex-to-cpu", "--vortex-nvvm-stage-lower")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 @dataclass
@@ -55,18 +69,21 @@ def grid(base: FlowConfig, groups: Sequence[int] = GROUPS,
                         base.replace(group_size=g, head_dim=d)))
     for bs in block_sizes:
         for r in page_ratios:
+            if r > 1 and bs * r > MAX_PAGE_SIZE:
+                continue
             out.append((f"G {base.group_size}, D {base.head_dim}, block {bs}, "
                         f"page {bs * r}",
                         base.replace(block_size=bs, page_size=bs * r)))
     return out
 
 
-def lower(opt: str, text: str) -> List[str]:
+def lower(opt: str, text: str,
+          back_ends: Sequence[str] = BACK_ENDS) -> List[str]:
     """Verified IR through both back ends (`opt` is vortex-opt): one
     "flag: diagnostics" entry for each that fails (none when both
     lower)."""
     out = []
-    for flag in BACK_ENDS:
+    for flag in back_ends:
         proc = subprocess.run([opt, "-", "-o", "/dev/null", flag],
                               input=text, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
@@ -74,6 +91,23 @@ def lower(opt: str, text: str) -> List[str]:
             out.append(f"{flag}: " + (proc.stderr.strip() or
                                       f"exit {proc.returncode}"))
     return out
+
+
+def _refusal(err: Exception) -> str:
+    """One line for a config the flow refuses: a FlowError's located
+    diagnostic; for another exception (an assert in the flow's own code),
+    its type, message and the last line of the flow's file it came from."""
+    if isinstance(err, FlowError):
+        lines = [ln for ln in str(err).splitlines() if ln.strip()]
+        located = next((ln for ln in lines if "error:" in ln), lines[0])
+        return located.strip()
+    where = ""
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE):
+            where = f"{frame.filename}:{frame.lineno}: "
+            break
+    message = str(err).splitlines()[0] if str(err) else ""
+    return f"{where}{type(err).__name__}: {message}".rstrip(": ")
 
 
 def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
@@ -87,10 +121,10 @@ def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
         label, cfg = point
         try:
             text = api.trace(flow, cfg, name=name, init_kwargs=init_kwargs)
-        except FlowError as err:
-            lines = [ln for ln in str(err).splitlines() if ln.strip()]
-            located = next((ln for ln in lines if "error:" in ln), lines[0])
-            return Outcome(label, "refused", located.strip())
+        except SetupError:
+            raise
+        except Exception as err:       # the flow's own code may raise too
+            return Outcome(label, "refused", _refusal(err))
         diags = lower(opt, text)
         return Outcome(label, "FAILS", diags[0].splitlines()[0]) if diags \
             else Outcome(label, "ok")
@@ -99,15 +133,26 @@ def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
         return list(pool.map(one, points))
 
 
-def report(outcomes: Sequence[Outcome]) -> Tuple[str, int]:
-    """The table, and the exit status: 1 if a verified config fails to
-    lower or no config compiles, else 0."""
+def report(outcomes: Sequence[Outcome],
+           seconds: Optional[float] = None) -> Tuple[str, int]:
+    """The table, and the exit status: 0 when every config compiles on
+    both back ends, else 1."""
     lines = ["| config | outcome | diagnostic |", "|---|---|---|"]
     for o in outcomes:
         detail = o.detail.replace("|", "\\|")
         lines.append(f"| {o.label} | {o.status} | {detail} |")
     n = {s: sum(o.status == s for o in outcomes)
          for s in ("ok", "refused", "FAILS")}
+    took = f" ({seconds:.1f} s)" if seconds is not None else ""
     lines.append(f"{len(outcomes)} configs: {n['ok']} compile on both back "
-                 f"ends, {n['refused']} refused, {n['FAILS']} fail to lower")
-    return "\n".join(lines), int(bool(n["FAILS"]) or not n["ok"])
+                 f"ends, {n['refused']} refused, {n['FAILS']} fail to "
+                 f"lower{took}")
+    return "\n".join(lines), int(n["ok"] != len(outcomes))
+
+
+def verify(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
+           **kwargs: Any) -> Tuple[str, int]:
+    """`sweep`, then `report` with the time it took: the verify command."""
+    t0 = time.perf_counter()
+    outcomes = sweep(flow, points, **kwargs)
+    return report(outcomes, time.perf_counter() - t0)

@@ -192,7 +192,7 @@ def trtllm_on(name):
 
 def lower(text):
     """The diagnostics of both back ends ('' when both lower)."""
-    return "\n".join(sweep.lower(OPT, text))
+    return "\n".join(sweep.lower(OPT, text, sweep.NVVM_BACK_ENDS))
 
 
 def cases():

@@ -14,7 +14,10 @@
 #   frontend_errors_torch.py, which needs torch);
 # - cache["nope"] (MissingFieldError, also a KeyError);
 # - an op the dialect lacks (UnsupportedOpError), also one of vortex_torch's
-#   custom ops imported by name (GTGroupScore), bad constructor arguments
+#   custom ops imported by name (GTGroupScore) and a misspelt op (Gemm,
+#   which says GeMM), per-layer Parameter weights with a lookup; a non-op
+#   name is an ImportError naming the module;
+#   bad constructor arguments
 #   (FlowArgumentError), a wrong call form, the context passed positionally,
 #   a non-value argument, a value of forward_cache used by forward_indexer,
 #   a bad create_cache.
@@ -23,6 +26,7 @@ import os
 import sys
 
 import vortex
+import vortex.abs
 from vortex import cache as C
 from vortex import indexer as I
 from vortex import testing
@@ -169,6 +173,22 @@ class CustomOp(Base):
         self.score = GTGroupScore(8)  # custom_op
 
 
+class Misspelt(Base):
+    def __init__(self):
+        super().__init__()
+        self.gemm = I.Gemm()  # misspelt
+
+
+class PerLayerWeights:
+    shape = (4, 1, 8)      # [L, r, c]: vortex_torch's per-layer weights
+
+
+class PerLayer(Base):
+    def __init__(self):
+        super().__init__()
+        self.w = vortex.abs.Parameter(PerLayerWeights(), abs)  # per_layer
+
+
 class BadDim(Base):
     def __init__(self):
         super().__init__()
@@ -225,6 +245,10 @@ CASES = [
      "does not support"),
     (CustomOp, UnsupportedOpError, "GTGroupScore", "custom_op",
      "custom ops"),
+    (Misspelt, UnsupportedOpError, "Gemm", "misspelt",
+     "did you mean GeMM?"),
+    (PerLayer, UnsupportedOpError, "Parameter", "per_layer",
+     "per-layer weights"),
     (BadDim, FlowArgumentError, "Max", "bad_dim", "dim must be"),
     (CallForm, FlowTraceError, "GeMM", "call_form", "op(x, y, ctx=ctx)"),
     (NotAValue, FlowTraceError, "GeMM", "not_value", "got float"),
@@ -235,7 +259,7 @@ CASES = [
 
 # Errors of an op's constructor name the flow by its class (the flow's
 # symbol is not known yet).
-AT_CONSTRUCTION = (Unsupported, CustomOp, BadDim)
+AT_CONSTRUCTION = (Unsupported, CustomOp, Misspelt, PerLayer, BadDim)
 
 for cls, exc, op, marker, detail in CASES:
     name = f"frontend_errors_{cls.__name__.lower()}"
@@ -272,5 +296,16 @@ for cls, base in [(MissingField, KeyError), (Gen1, TypeError),
     except base as err:
         tally(isinstance(err, vortex.FlowError),
               f"{cls.__name__}: the error is also a {base.__name__}")
+
+# A name that is not an op (not capitalized) is the usual ImportError naming
+# the module: only op names import as unsupported ops.
+for module in ("vortex.indexer", "vortex.cache"):
+    try:
+        exec(f"from {module} import not_an_op")
+        tally(False, f"{module}: a non-op name raises ImportError")
+    except ImportError as err:
+        tally(module in str(err) and "not_an_op" in str(err),
+              f"{module}: a non-op name raises ImportError naming the "
+              "module", str(err))
 
 tally.exit(summary=True)

@@ -16,7 +16,7 @@
 #   before.
 # - The CLI: `python -m vortex compile FILE --flow NAME --target cpu -o DIR`
 #   writes the library and the manifest; `trace` honours config flags;
-#   errors exit 1 with the message.
+#   errors exit 1 with the message, a bad argument (an unknown --flow) 2.
 
 import os
 import re
@@ -114,8 +114,9 @@ tally(p.returncode == 0 and "group_size = 4" in p.stdout and
       (p.returncode, p.stderr))
 p = subprocess.run(cli + ["compile", ported, "--flow", "custom_sparse_att"],
                    capture_output=True, text=True, env=env)
-tally(p.returncode == 1 and "custom_sparse_att" in p.stderr,
-      "the CLI reports an unknown flow and exits 1", (p.returncode, p.stderr))
+tally(p.returncode == 2 and "--flow 'custom_sparse_att'" in p.stderr,
+      "the CLI reports an unknown flow, naming --flow, and exits 2 (a bad "
+      "argument)", (p.returncode, p.stderr))
 
 shutil.rmtree(work, ignore_errors=True)
 tally.exit(summary=True)
