@@ -729,6 +729,10 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
       return op.emitOpError("is a cache-side op and cannot appear in the "
                             "indexer body");
     }
+    // A mask keeps its input's type (MaskLanesOp::verify): masking q, k or
+    // v keeps their dtype, which need not be the intermediate one.
+    if (isa<MaskLanesOp>(op))
+      continue;
     for (Type t : op.getResultTypes()) {
       auto v = cast<VTensorType>(t);
       if (isa<FloatType>(v.getElementType()) &&

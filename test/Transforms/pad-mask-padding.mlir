@@ -209,3 +209,37 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc, %
 // LIN-LABEL: func.func @params_cache
 // LIN-SAME: memref<1x1x96xf32> {vortex.name = "scale"}
 // LIN-SAME: memref<?xi32> {vortex.name = "block_ids"}
+
+// -----
+
+// k and v in f32, intermediates in bf16, G = 5 and D = 80: the mask on q
+// keeps q's f32 (mask_lanes keeps its input's type), and the flow still
+// verifies and lowers.
+
+!kv32 = !vortex.vtensor<?x16x80xf32, #vortex.format<paged>>
+!c = !vortex.vtensor<?x1x80xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x80xbf16, #vortex.format<ragged>>
+!q32 = !vortex.vtensor<?x5x80xf32, #vortex.format<batched>>
+!qm = !vortex.vtensor<?x1x80xbf16, #vortex.format<batched>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @mixed_dtypes
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 80,
+        group_size = 5, topk_val = 4, topk_ratio = 0.000000e+00 : f64,
+        reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
+        kv_dtype = f32>
+    fields(centroids = [1, 80])
+cache(%k: !kv32, %v: !kv32, %centroids: !c) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv32 -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q32, %o: !o, %k: !kv32, %v: !kv32, %centroids: !c) {
+  %mean = vortex.mean %q {dim = 1 : i64} : !q32 -> !qm
+  %s = vortex.gemm %mean, %centroids : (!qm, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+// MASK-LABEL: vortex.flow @mixed_dtypes
+// MASK: indexer(
+// MASK: vortex.mask_lanes %{{.*}} {value = 0.000000e+00 : f32} : <?x5x80xf32, #vortex.format<batched>, padded = [8, 128]> -> <?x5x80xf32, #vortex.format<batched>, padded = [8, 128]>
+// MASK: vortex.mean
+// LIN-LABEL: func.func @mixed_dtypes_indexer

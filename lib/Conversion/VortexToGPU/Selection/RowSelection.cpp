@@ -410,7 +410,10 @@ void gatherSelected(Gen &g, const KeySource &src, const Threshold &t) {
         x.idx(0), rounds, {x.i32(0)},
         [&](Gen &y, Value j, ValueRange acc) -> SmallVector<Value> {
           Value i = y.add(y.mul(j, y.idx(R.threads())), R.tid);
-          auto [key, id] = src.keyOfRound(y, j, i);
+          // Named values, not a structured binding: the lambdas below
+          // capture them.
+          Value key, id;
+          std::tie(key, id) = src.keyOfRound(y, j, i);
           Value tie = y.andI(y.lt(i, R.m),
                              y.cmpI(arith::CmpIPredicate::eq,
                                     zext64(y, key), t.prefix));

@@ -324,7 +324,7 @@ LogicalResult mlir::vortex::gpugen::emitTopKKernel(FlowContext &ctx,
     outIdx = ctx.allocScratch(trtllm.getBlockTable());
     outPtr = ctx.allocScratch(trtllm.getSeqlens());
   }
-  TopKSignature sig{op, scoreBuf, outPtr, outIdx, {}};
+  TopKSignature sig{op, scoreBuf, outPtr, outIdx, {}, {}};
   sig.params = {
       {abi::kDenseIndptr.str(), true, i32},
       {abi::kDenseIndices.str(), true, i32},

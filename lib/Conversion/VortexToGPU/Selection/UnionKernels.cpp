@@ -188,7 +188,10 @@ void emitUnionPack(FlowContext &ctx, UnionOp op, StringRef name,
                              [&](Gen &x, Value q) {
     return countOf(x, q).second;
   });
-  auto [row, count] = countOf(g, r);
+  // Named values, not a structured binding: the lambdas below capture them.
+  std::pair<RowInfo, Value> rowCount = countOf(g, r);
+  RowInfo row = rowCount.first;
+  Value count = rowCount.second;
   Value fits = g.cmpI(arith::CmpIPredicate::ule, g.add(offset, count),
                       g.extent(sparse));
   Value first = g.cmpI(arith::CmpIPredicate::eq, tid, g.idx(0));
