@@ -12,7 +12,7 @@
 #ifndef VORTEX_LIB_CONVERSION_VORTEXTOGPU_ATTENTIONCOMMON_H
 #define VORTEX_LIB_CONVERSION_VORTEXTOGPU_ATTENTIONCOMMON_H
 
-#include "KernelBuilder.h"
+#include "Kernels.h"
 
 namespace mlir::vortex::gpugen {
 

@@ -3,8 +3,8 @@
 // Scalar and memory helpers for emitting gpu.func bodies, and the kernel
 // records the manifest is built from. With Collectives.h, the base of every
 // kernel library (VortexGPUKernelBuilder: KernelBuilder.cpp,
-// Collectives.cpp); the kernels' entry points below are the pass's library
-// (VortexToGPU), the selection kernels' Selection/Selection.h.
+// Collectives.cpp). The kernels' entry points are Kernels.h (the pass's
+// library, VortexToGPU) and Selection/Selection.h (VortexGPUSelection).
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,40 +158,6 @@ struct FlowContext {
   /// The status buffer (Role::Status) the guards of every kernel share.
   std::string statusBuffer();
 };
-
-/// Emits the persistent workload kernel of one indexer vortex.kernel (or a
-/// lone workload op) and records it.
-LogicalResult emitIndexerWorkloadKernel(FlowContext &ctx, Operation *op,
-                                        StringRef name);
-/// Emits the kernel of one cache-side vortex.kernel (or lone op).
-LogicalResult emitCacheKernel(FlowContext &ctx, Operation *op,
-                              StringRef name);
-/// Plans the workload kernel `name` of `op` (a score kernel when
-/// `indexerSide`) and reports the plan as a remark at `op`, emitting
-/// nothing (convert-vortex-to-gpu plan-only).
-LogicalResult reportWorkloadPlan(FlowContext &ctx, Operation *op,
-                                 StringRef name, bool indexerSide);
-/// Emits the per-row scan kernel of a softmax, normalize, conv1d or a
-/// reduction over dim 0.
-LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
-                                StringRef name);
-
-/// What the attend kernels are specialized for: the flow's block size, head
-/// dim D, group size G and query tokens T, and the k/v and q dtypes.
-struct AttendShape {
-  int64_t blockSize, headDim, groupSize, queryTokens;
-  Type kvType, qType;
-};
-/// Rows x splits the attend step's split scratch holds: the runtime picks
-/// kv_splits > 1 only when rows x kv_splits fits (docs/gpu.md, "Attention").
-inline constexpr int64_t kAttendSplitSlots = 2048;
-/// Refuses, with a diagnostic at `loc`, a shape the kernels cannot do.
-LogicalResult checkAttendShape(Location loc, const AttendShape &shape);
-/// Emits the attend step's two kernels, `<name>_split` (grid `row_splits`:
-/// rows x kv_splits CTAs) and `<name>_combine` (grid `rows`; a no-op at one
-/// split), their scratch, and records them (step attend).
-LogicalResult emitAttendKernels(FlowContext &ctx, Location loc,
-                                const AttendShape &shape, StringRef name);
 
 //===----------------------------------------------------------------------===//
 // Per-row kernels (one CTA per dense CSR row)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "Kernels.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

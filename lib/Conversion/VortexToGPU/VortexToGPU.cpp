@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "Kernels.h"
 #include "Selection/Selection.h"
 #include "Vortex/Conversion/Passes.h"
 

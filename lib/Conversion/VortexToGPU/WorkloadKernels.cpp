@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Kernels.h"
 #include "WorkloadPlan.h"
 
 using namespace mlir;

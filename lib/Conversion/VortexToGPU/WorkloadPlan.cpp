@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Kernels.h"
 #include "WorkloadPlan.h"
 
 using namespace mlir;
