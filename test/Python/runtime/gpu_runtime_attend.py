@@ -31,8 +31,10 @@ import sys
 
 from vortex.runtime import manifest as mf
 from vortex.runtime import cuda as rt
-from vortex.runtime import driver as drv_mod
 from vortex.runtime import plan as lp
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from launch_recorder import LaunchRecorder  # noqa: E402
 from vortex import testing
 
 report = testing.Tally()
@@ -229,18 +231,6 @@ class FakeTorch:
         return t
 
 
-class _Recorder(drv_mod.CtypesDriver):
-    """The ctypes driver's launch path, its cuLaunchKernel replaced by the
-    flow's recorder."""
-
-    def __init__(self, flow):
-        self.flow = flow
-
-    def _launch(self, l, stream, params, what):
-        self.flow._launch(l.func, l.grid, l.block, l.shared_bytes, stream,
-                          params, l.pdl)
-
-
 class FakeFlow(rt.CompiledFlowGPU):
     """CompiledFlowGPU with a hand-made device state (no driver), torch and
     the launch replaced by recorders."""
@@ -264,7 +254,7 @@ class FakeFlow(rt.CompiledFlowGPU):
         self._states[0] = st
         self.launches = []
         self.chain_launches = True
-        self._drv = _Recorder(self)
+        self._drv = LaunchRecorder(self)
 
     def _launch(self, func, grid, block, shared, stream, params, pdl=False):
         spec = self._specs[func]
