@@ -11,36 +11,6 @@ using namespace mlir;
 using namespace mlir::vortex;
 using namespace mlir::vortex::abi;
 
-StringRef abi::stringifyRole(Role role) {
-  switch (role) {
-  case Role::Input:
-    return "input";
-  case Role::Cache:
-    return "cache";
-  case Role::Output:
-    return "output";
-  case Role::Scratch:
-    return "scratch";
-  case Role::Parameter:
-    return "parameter";
-  case Role::Status:
-    return "status";
-  }
-  llvm_unreachable("unknown role");
-}
-
-StringRef abi::stringifyStep(Step step) {
-  switch (step) {
-  case Step::Indexer:
-    return "indexer";
-  case Step::Cache:
-    return "cache";
-  case Step::Attend:
-    return "attend";
-  }
-  llvm_unreachable("unknown step");
-}
-
 ArrayRef<StatusFlagDef> abi::getStatusFlags() {
   static const StatusFlagDef flags[] = {{kBadDenseIndex, kDenseIndices},
                                         {kBadBlockId, kBlockIds},
@@ -268,7 +238,7 @@ void FlowABI::addHostStep(Step step, StringRef symbol) {
   KernelRecord rec;
   rec.name = symbol.str();
   rec.step = step;
-  rec.gridKind = "host";
+  rec.grid = GridKind::Host;
   for (const std::string &arg : args(step)) {
     rec.params.push_back({arg, true, elementType(arg)});
     if (!llvm::is_contained(writes(step), arg) ||
@@ -279,7 +249,7 @@ void FlowABI::addHostStep(Step step, StringRef symbol) {
   kernels.push_back(std::move(rec));
 }
 
-static Attribute strArray(Builder &b, ArrayRef<std::string> items) {
+static ArrayAttr strArray(Builder &b, ArrayRef<std::string> items) {
   SmallVector<Attribute> attrs;
   for (const std::string &s : items)
     attrs.push_back(b.getStringAttr(s));
@@ -302,47 +272,29 @@ static DictionaryAttr configAttr(Builder &b, FlowConfigAttr c) {
        b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(c.getKvDtype())))});
 }
 
-static DictionaryAttr kernelAttr(Builder &b, const KernelRecord &k) {
-  SmallVector<NamedAttribute> grid = {
-      b.getNamedAttr("kind", b.getStringAttr(k.gridKind))};
-  if (k.gridKind == "persistent")
-    grid.push_back(
-        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(k.ctasPerSM)));
-  if (k.gridKind == "items") {
-    grid.push_back(b.getNamedAttr("of", b.getStringAttr(k.itemsOf)));
-    grid.push_back(b.getNamedAttr("per_cta", b.getI64IntegerAttr(k.perCTA)));
-  }
+static LaunchAttr launchAttr(Builder &b, const KernelRecord &k) {
+  MLIRContext *ctx = b.getContext();
+  GridKind grid = k.grid;
   SmallVector<Attribute> params;
   for (const Param &p : k.params) {
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr(kManifestParamName, b.getStringAttr(p.name)),
-        b.getNamedAttr(kManifestParamKind,
-                       b.getStringAttr(p.isBuffer ? kManifestBufferParam
-                                                  : kManifestScalarParam))};
-    if (!p.isBuffer && p.elementType && p.elementType.isInteger(64))
-      fields.push_back(
-          b.getNamedAttr(kManifestParamDtype, b.getStringAttr("i64")));
-    if (!p.isBuffer && p.value)
-      fields.push_back(
-          b.getNamedAttr(kManifestParamValue, b.getI64IntegerAttr(*p.value)));
-    params.push_back(b.getDictionaryAttr(fields));
+    bool i64 = !p.isBuffer && p.elementType && p.elementType.isInteger(64);
+    params.push_back(LaunchParamAttr::get(
+        ctx, b.getStringAttr(p.name),
+        p.isBuffer ? ParamKind::Buffer : ParamKind::Scalar,
+        i64 ? p.elementType : Type(),
+        p.isBuffer ? std::nullopt : p.value));
   }
-  SmallVector<NamedAttribute> attrs = {
-      b.getNamedAttr(kManifestKernel, b.getStringAttr(k.name)),
-      b.getNamedAttr("grid", b.getDictionaryAttr(grid)),
-      b.getNamedAttr("block", b.getArrayAttr({b.getI64IntegerAttr(k.threads),
-                                              b.getI64IntegerAttr(1),
-                                              b.getI64IntegerAttr(1)})),
-      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(k.sharedBytes)),
-      b.getNamedAttr(kManifestParams, b.getArrayAttr(params)),
-      b.getNamedAttr(kManifestReads, strArray(b, k.reads)),
-      b.getNamedAttr(kManifestWrites, strArray(b, k.writes))};
-  if (!k.choice.empty())
-    attrs.push_back(b.getNamedAttr(kManifestChoice, b.getStringAttr(k.choice)));
-  return b.getDictionaryAttr(attrs);
+  return LaunchAttr::get(
+      ctx, b.getStringAttr(k.name), grid,
+      grid == GridKind::Persistent ? k.ctasPerSM : 0,
+      grid == GridKind::Items ? b.getStringAttr(k.itemsOf) : StringAttr(),
+      grid == GridKind::Items ? k.perCTA : 0, k.threads, k.sharedBytes,
+      b.getArrayAttr(params), strArray(b, k.reads), strArray(b, k.writes),
+      /*pdl=*/BoolAttr(),
+      k.choice.empty() ? StringAttr() : b.getStringAttr(k.choice));
 }
 
-DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
+ManifestAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
   // The attend step is optional (a back end without its kernel, e.g. the
   // GPU one today): without it, neither the step nor its own tensors.
   bool attend = hasKernels(Step::Attend);
@@ -363,18 +315,17 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
       else
         shape.push_back(b.getStringAttr(d));
     }
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr("role", b.getStringAttr(stringifyRole(rec.role))),
-        b.getNamedAttr("dtype", b.getStringAttr(dtypeName(rec.elementType))),
-        b.getNamedAttr("shape", b.getArrayAttr(shape))};
+    DictionaryAttr flags;
     if (rec.role == Role::Status) {
-      SmallVector<NamedAttribute> flags;
+      SmallVector<NamedAttribute> entries;
       for (const StatusFlagDef &f : getStatusFlags())
-        flags.push_back(b.getNamedAttr(f.tensor, b.getI64IntegerAttr(f.flag)));
-      fields.push_back(b.getNamedAttr("flags", b.getDictionaryAttr(flags)));
+        entries.push_back(
+            b.getNamedAttr(f.tensor, b.getI64IntegerAttr(f.flag)));
+      flags = b.getDictionaryAttr(entries);
     }
-    tensorAttrs.push_back(
-        b.getNamedAttr(name, b.getDictionaryAttr(fields)));
+    tensorAttrs.push_back(b.getNamedAttr(
+        name, TensorAttr::get(b.getContext(), rec.role, rec.elementType,
+                              b.getArrayAttr(shape), flags)));
   }
   SmallVector<NamedAttribute> symbols;
   for (const SymbolDef &s : getSymbols())
@@ -386,29 +337,22 @@ DictionaryAttr FlowABI::toManifest(Builder &b, StringRef backend) const {
     SmallVector<Attribute> launches;
     for (const KernelRecord &k : kernels)
       if (k.step == step)
-        launches.push_back(kernelAttr(b, k));
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr(kManifestArgs, strArray(b, args(step))),
-        b.getNamedAttr(kManifestWrites, strArray(b, writes(step))),
-        b.getNamedAttr(kManifestKernels, b.getArrayAttr(launches))};
-    if (step == Step::Attend && !decodeRefusal.empty())
-      fields.push_back(b.getNamedAttr(kManifestDecodeRefusal,
-                                      b.getStringAttr(decodeRefusal)));
-    return b.getDictionaryAttr(fields);
+        launches.push_back(launchAttr(b, k));
+    return StepAttr::get(b.getContext(), strArray(b, args(step)),
+                         strArray(b, writes(step)), b.getArrayAttr(launches),
+                         step == Step::Attend && !decodeRefusal.empty()
+                             ? b.getStringAttr(decodeRefusal)
+                             : StringAttr());
   };
   SmallVector<NamedAttribute> steps = {
-      b.getNamedAttr("indexer", stepAttr(Step::Indexer)),
-      b.getNamedAttr("cache", stepAttr(Step::Cache))};
+      b.getNamedAttr(stringifyStep(Step::Indexer), stepAttr(Step::Indexer)),
+      b.getNamedAttr(stringifyStep(Step::Cache), stepAttr(Step::Cache))};
   if (attend)
     steps.push_back(b.getNamedAttr(stringifyStep(Step::Attend),
                                    stepAttr(Step::Attend)));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
-       b.getNamedAttr("flow", b.getStringAttr(flow)),
-       b.getNamedAttr("backend", b.getStringAttr(backend)),
-       b.getNamedAttr("source_hash", b.getStringAttr(sourceHash)),
-       b.getNamedAttr("config", configAttr(b, config)),
-       b.getNamedAttr("symbols", b.getDictionaryAttr(symbols)),
-       b.getNamedAttr("tensors", b.getDictionaryAttr(tensorAttrs)),
-       b.getNamedAttr(kManifestSteps, b.getDictionaryAttr(steps))});
+  return ManifestAttr::get(
+      b.getContext(), kManifestVersion, b.getStringAttr(flow),
+      b.getStringAttr(backend), b.getStringAttr(sourceHash),
+      configAttr(b, config), b.getDictionaryAttr(symbols),
+      b.getDictionaryAttr(tensorAttrs), b.getDictionaryAttr(steps));
 }

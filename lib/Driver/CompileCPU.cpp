@@ -79,7 +79,7 @@ LogicalResult driver::compileCPU(Compilation &c) {
         buildVortexToCPUPipeline(pm);
       })))
     return failure();
-  FailureOr<DictionaryAttr> manifest = getManifestAttr(c.module, c.flow);
+  FailureOr<ManifestAttr> manifest = getManifestAttr(c.module, c.flow);
   if (failed(manifest))
     return failure();
   if (!*manifest)

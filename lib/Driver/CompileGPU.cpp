@@ -186,7 +186,7 @@ static FailureOr<StringRef> ptxOf(ModuleOp module, StringRef toolkit) {
 /// Fails (reported) when the manifest launches a kernel the gpu.module does
 /// not define.
 static LogicalResult checkManifestKernels(const Compilation &c,
-                                          DictionaryAttr manifest,
+                                          ManifestAttr manifest,
                                           ArrayRef<std::string> kernels,
                                           StringRef kernelsName) {
   SmallVector<StringRef> unknown;
@@ -263,7 +263,7 @@ LogicalResult driver::compileGPU(Compilation &c) {
 
   // The manifest, and the flow name the files are named after.
   c.flow = kernelsName;
-  FailureOr<DictionaryAttr> manifest = getManifestAttr(c.module, c.flow);
+  FailureOr<ManifestAttr> manifest = getManifestAttr(c.module, c.flow);
   if (failed(manifest))
     return failure();
   if (*manifest &&

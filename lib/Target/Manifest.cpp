@@ -85,67 +85,152 @@ static FailureOr<llvm::json::Value> toJSON(Attribute attr, Location loc,
   return unsupported();
 }
 
-FailureOr<llvm::json::Object> vortex::manifestToJSON(DictionaryAttr manifest,
-                                                     Location loc) {
-  FailureOr<llvm::json::Value> value = toJSON(manifest, loc, "");
+/// Sets `object[key]` to the JSON of `attr` (nothing when `attr` is null).
+static LogicalResult setJSON(llvm::json::Object &object, StringRef key,
+                             Attribute attr, Location loc,
+                             const std::string &path) {
+  if (!attr)
+    return success();
+  FailureOr<llvm::json::Value> value = toJSON(attr, loc, path + "." + key.str());
   if (failed(value))
     return failure();
-  return std::move(*value->getAsObject());
+  object[key] = std::move(*value);
+  return success();
 }
 
-SmallVector<StringRef> vortex::getManifestKernels(DictionaryAttr manifest) {
+static llvm::json::Value paramJSON(LaunchParamAttr param) {
+  llvm::json::Object object{
+      {abi::kManifestParamName, toUTF8(param.getName().getValue())},
+      {abi::kManifestParamKind, param.isBuffer() ? abi::kManifestBufferParam
+                                                 : abi::kManifestScalarParam}};
+  if (Type dtype = param.getDtype())
+    object[abi::kManifestParamDtype] = dtype.isInteger(64) ? "i64" : "i32";
+  if (std::optional<int64_t> value = param.getValue())
+    object[abi::kManifestParamValue] = *value;
+  return llvm::json::Value(std::move(object));
+}
+
+static FailureOr<llvm::json::Value>
+launchJSON(LaunchAttr launch, Location loc, const std::string &path) {
+  llvm::json::Object grid{{"kind", stringifyGridKind(launch.getGrid())}};
+  if (launch.getGrid() == GridKind::Persistent)
+    grid["ctas_per_sm"] = launch.getCtasPerSm();
+  if (launch.getGrid() == GridKind::Items) {
+    grid["of"] = toUTF8(launch.getItemsOf().getValue());
+    grid["per_cta"] = launch.getPerCta();
+  }
+  llvm::json::Array params;
+  for (LaunchParamAttr param : launch.getParamList())
+    params.push_back(paramJSON(param));
+  llvm::json::Object object{
+      {abi::kManifestKernel, toUTF8(launch.getKernel().getValue())},
+      {"grid", std::move(grid)},
+      {"block", llvm::json::Array{launch.getThreads(), 1, 1}},
+      {"shared_bytes", launch.getSharedBytes()},
+      {abi::kManifestParams, std::move(params)}};
+  if (launch.isChained())
+    object[abi::kManifestPdl] = true;
+  if (failed(setJSON(object, abi::kManifestReads, launch.getReads(), loc,
+                     path)) ||
+      failed(setJSON(object, abi::kManifestWrites, launch.getWrites(), loc,
+                     path)) ||
+      failed(setJSON(object, abi::kManifestChoice, launch.getChoice(), loc,
+                     path)))
+    return failure();
+  return llvm::json::Value(std::move(object));
+}
+
+static FailureOr<llvm::json::Value> stepJSON(StepAttr step, Location loc,
+                                             const std::string &path) {
+  llvm::json::Array launches;
+  for (auto [i, launch] : llvm::enumerate(step.getLaunchList())) {
+    FailureOr<llvm::json::Value> value =
+        launchJSON(launch, loc, path + ".kernels[" + std::to_string(i) + "]");
+    if (failed(value))
+      return failure();
+    launches.push_back(std::move(*value));
+  }
+  llvm::json::Object object{{abi::kManifestKernels, std::move(launches)}};
+  if (failed(setJSON(object, abi::kManifestArgs, step.getArgs(), loc, path)) ||
+      failed(
+          setJSON(object, abi::kManifestWrites, step.getWrites(), loc, path)) ||
+      failed(setJSON(object, abi::kManifestDecodeRefusal,
+                     step.getDecodeRefusal(), loc, path)))
+    return failure();
+  return llvm::json::Value(std::move(object));
+}
+
+static FailureOr<llvm::json::Value>
+tensorJSON(TensorAttr tensor, Location loc, const std::string &path) {
+  llvm::json::Object object{
+      {"role", stringifyTensorRole(tensor.getRole())},
+      {"dtype", abi::dtypeName(tensor.getDtype())}};
+  if (failed(setJSON(object, "shape", tensor.getShape(), loc, path)) ||
+      failed(setJSON(object, "flags", tensor.getFlags(), loc, path)))
+    return failure();
+  return llvm::json::Value(std::move(object));
+}
+
+FailureOr<llvm::json::Object> vortex::manifestToJSON(ManifestAttr manifest,
+                                                     Location loc) {
+  llvm::json::Object json{
+      {"version", manifest.getVersion()},
+      {"flow", toUTF8(manifest.getFlow().getValue())},
+      {"backend", toUTF8(manifest.getBackend().getValue())}};
+  if (failed(setJSON(json, "source_hash", manifest.getSourceHash(), loc, "")) ||
+      failed(setJSON(json, "config", manifest.getConfig(), loc, "")) ||
+      failed(setJSON(json, "symbols", manifest.getSymbols(), loc, "")))
+    return failure();
+  if (DictionaryAttr tensors = manifest.getTensors()) {
+    llvm::json::Object object;
+    for (NamedAttribute entry : tensors) {
+      std::string key = toUTF8(entry.getName().getValue());
+      FailureOr<llvm::json::Value> value = tensorJSON(
+          cast<TensorAttr>(entry.getValue()), loc, ".tensors." + key);
+      if (failed(value))
+        return failure();
+      object[key] = std::move(*value);
+    }
+    json["tensors"] = std::move(object);
+  }
+  llvm::json::Object steps;
+  for (NamedAttribute entry : manifest.getSteps()) {
+    std::string key = toUTF8(entry.getName().getValue());
+    FailureOr<llvm::json::Value> value =
+        stepJSON(cast<StepAttr>(entry.getValue()), loc, ".steps." + key);
+    if (failed(value))
+      return failure();
+    steps[key] = std::move(*value);
+  }
+  json[abi::kManifestSteps] = std::move(steps);
+  return json;
+}
+
+SmallVector<StringRef> vortex::getManifestKernels(ManifestAttr manifest) {
   SmallVector<StringRef> names;
-  auto steps = manifest.getAs<DictionaryAttr>(abi::kManifestSteps);
-  if (!steps)
-    return names;
-  for (NamedAttribute step : steps)
-    if (auto stepDict = dyn_cast<DictionaryAttr>(step.getValue()))
-      if (auto launches = stepDict.getAs<ArrayAttr>(abi::kManifestKernels))
-        for (Attribute launch : launches)
-          if (auto dict = dyn_cast<DictionaryAttr>(launch))
-            if (auto kernel = dict.getAs<StringAttr>(abi::kManifestKernel))
-              names.push_back(kernel.getValue());
+  for (NamedAttribute step : manifest.getSteps())
+    for (LaunchAttr launch : cast<StepAttr>(step.getValue()).getLaunchList())
+      names.push_back(launch.getKernel().getValue());
   return names;
 }
 
-FailureOr<DictionaryAttr> vortex::getManifestAttr(ModuleOp module,
-                                                  std::string &flow) {
+FailureOr<ManifestAttr> vortex::getManifestAttr(ModuleOp module,
+                                                std::string &flow) {
   Location loc = module.getLoc();
   Attribute attr = module->getAttr(kManifestAttr);
-  auto manifest = dyn_cast_or_null<DictionaryAttr>(attr);
+  auto manifest = dyn_cast_or_null<ManifestAttr>(attr);
   if (attr && !manifest)
-    return emitError(loc) << kManifestAttr << " must be a dictionary, got "
+    return emitError(loc) << kManifestAttr << " must be a #vortex.manifest, got "
                           << attr;
   if (!manifest)
     return manifest;
-  // A hand-written module may carry a manifest of another version.
-  if (Attribute version = manifest.get("version")) {
-    auto v = dyn_cast<IntegerAttr>(version);
-    if (!v || v.getInt() != abi::kManifestVersion)
-      return emitError(loc) << kManifestAttr << ": version " << version
-                            << " is not the version this tool writes ("
-                            << abi::kManifestVersion << ")";
-  }
-  if (auto steps = manifest.getAs<DictionaryAttr>(abi::kManifestSteps)) {
-    for (NamedAttribute step : steps) {
-      auto dict = dyn_cast<DictionaryAttr>(step.getValue());
-      if (!dict || !dict.getAs<ArrayAttr>(abi::kManifestArgs) ||
-          !dict.getAs<ArrayAttr>(abi::kManifestWrites) ||
-          !dict.getAs<ArrayAttr>(abi::kManifestKernels))
-        return emitError(loc) << kManifestAttr << ": step " << step.getName()
-                              << " must be {args, writes, kernels}";
-    }
-  }
-  if (Attribute flowAttr = manifest.get("flow")) {
-    auto name = dyn_cast<StringAttr>(flowAttr);
-    if (!name || name.getValue().empty() ||
-        name.getValue().find_first_of("/\\") != StringRef::npos ||
-        name.getValue() == "." || name.getValue() == "..")
-      return emitError(loc) << kManifestAttr
-                            << ": \"flow\" must be a file name, got "
-                            << flowAttr;
-    flow = name.getValue().str();
-  }
+  StringRef name = manifest.getFlow().getValue();
+  if (name.find_first_of("/\\") != StringRef::npos || name == "." ||
+      name == "..")
+    return emitError(loc) << kManifestAttr
+                          << ": \"flow\" must be a file name, got \""
+                          << name << "\"";
+  flow = name.str();
   return manifest;
 }
 

@@ -97,7 +97,7 @@
 // RUN:   | FileCheck %s --check-prefix=FLOW
 // RUN: for f in %examples/*.mlir; do vortex-opt $f --vortex-to-nvvm -o /dev/null || exit 1; done
 
-// FLOW: module attributes {{.*}}vortex.manifest = {
+// FLOW: module attributes {{.*}}vortex.manifest = #vortex.manifest<version = 2, flow = "block_sparse_attention", backend = "cuda"
 // FLOW-NOT: vortex.flow
 // FLOW: gpu.binary @block_sparse_attention_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {{.*}}, assembly = "
 

@@ -111,7 +111,7 @@ inline constexpr llvm::StringLiteral kKvSplits = "kv_splits";
 /// parameters `[1, r, c]`, arguments of both steps, read-only; Status: the
 /// GPU kernels' error word (`kStatusWords` i32, owned by the runtime per
 /// device, never an argument; docs/gpu.md "Guards").
-enum class Role { Input, Cache, Output, Scratch, Parameter, Status };
+using Role = ::mlir::vortex::TensorRole;
 
 /// The status buffer: word 0 is an OR of the `StatusFlag`s seen, word 1 an
 /// offending value, word 2 its position, word 3 how many entries were bad.
@@ -132,9 +132,7 @@ llvm::ArrayRef<StatusFlagDef> getStatusFlags();
 /// The steps of a compiled flow. Attend is optional in a manifest: a back
 /// end that records no kernel for it emits neither the step nor its
 /// tensors (docs/manifest.md).
-enum class Step { Indexer, Cache, Attend };
-llvm::StringRef stringifyRole(Role role);
-llvm::StringRef stringifyStep(Step step);
+using Step = ::mlir::vortex::Step;
 
 /// A symbol and the tensor whose leading extent defines it.
 struct SymbolDef {
@@ -164,12 +162,12 @@ struct TensorRecord {
   SmallVector<std::string> shape;
 };
 
-/// One launch of a step: a GPU kernel (grid kinds "persistent", "rows",
-/// "items") or the CPU step function (grid kind "host").
+/// One launch of a step: a GPU kernel or the CPU step function (grid
+/// `host`); serialized as a LaunchAttr.
 struct KernelRecord {
   std::string name;
   Step step;
-  std::string gridKind;
+  GridKind grid = GridKind::Rows;
   int64_t ctasPerSM = 0; // persistent
   std::string itemsOf;   // items
   int64_t perCTA = 0;    // items
@@ -220,9 +218,10 @@ struct FlowABI {
   /// kernel: every argument a buffer, in call order.
   void addHostStep(Step step, llvm::StringRef symbol);
 
-  /// The manifest as a dictionary attribute (docs/manifest.md); `backend`
-  /// is "cpu" or "cuda". Tools add the target and the artifact file names.
-  DictionaryAttr toManifest(Builder &b, llvm::StringRef backend) const;
+  /// The manifest as a typed attribute (docs/manifest.md); `backend` is
+  /// "cpu" or "cuda". The driver adds the target and the artifact names
+  /// when it writes it as JSON.
+  ManifestAttr toManifest(Builder &b, llvm::StringRef backend) const;
 };
 
 /// The manifest dtype name of a type: "bf16", "f16", "f32", "f8E4M3FN",

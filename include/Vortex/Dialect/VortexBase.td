@@ -213,4 +213,6 @@ def Vortex_FieldAttr : Vortex_Attr<"Field", "field"> {
   let genVerifyDecl = 1;
 }
 
+include "Vortex/Dialect/VortexManifest.td"
+
 #endif // VORTEX_DIALECT_VORTEXBASE_TD

@@ -1,13 +1,15 @@
 //===- Manifest.h - the vortex.manifest attribute as JSON -------*- C++ -*-===//
 //
 // A compile's manifest (docs/manifest.md) is the module attribute
-// `vortex.manifest` that the lowering leaves, checked, converted to JSON and
-// completed with what only the compile knows (version, target, artifacts).
+// `vortex.manifest` (a #vortex.manifest) that the lowering leaves, written as
+// JSON and completed with what only the compile knows (target, artifacts).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef VORTEX_TARGET_MANIFEST_H
 #define VORTEX_TARGET_MANIFEST_H
+
+#include "Vortex/Dialect/VortexDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -16,21 +18,17 @@
 
 namespace mlir::vortex {
 
-/// The module's manifest attribute: null if absent, failure (reported at the
-/// module) if malformed: not a dictionary, another version, a step that is
-/// not {args, writes, kernels}, a "flow" that is not a file name. `flow` is
-/// set to its "flow" when it has one.
-FailureOr<DictionaryAttr> getManifestAttr(ModuleOp module, std::string &flow);
+/// The module's manifest: null if absent, failure (reported at the module)
+/// if it is no #vortex.manifest or its "flow" is not a file name. `flow` is
+/// set to the flow's name.
+FailureOr<ManifestAttr> getManifestAttr(ModuleOp module, std::string &flow);
 
-/// Kernel names the manifest's steps launch ("steps": {<step>: {"kernels":
-/// [{"kernel": name, ...}, ...]}}); anything shaped otherwise is not
-/// inspected.
-SmallVector<StringRef> getManifestKernels(DictionaryAttr manifest);
+/// Kernel names the manifest's steps launch, in step and launch order.
+SmallVector<StringRef> getManifestKernels(ManifestAttr manifest);
 
-/// The manifest attribute as JSON: dictionaries, arrays (and dense arrays),
-/// strings, integers, floats, booleans and unit attributes (true); an error
-/// at `loc` naming the first value that has no JSON form.
-FailureOr<llvm::json::Object> manifestToJSON(DictionaryAttr manifest,
+/// The manifest as JSON, in the layout of docs/manifest.md; an error at
+/// `loc` naming the first value that has no JSON form.
+FailureOr<llvm::json::Object> manifestToJSON(ManifestAttr manifest,
                                              Location loc);
 
 /// Adds what the compile knows (version, flow, target, artifacts) to `json`

@@ -664,7 +664,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                    abi::kSmScale.str()},
                   {oName, lseName, po, pl});
   ctx.abi.kernels.back().step = Step::Attend;
-  ctx.abi.kernels.back().gridKind = "row_splits";
+  ctx.abi.kernels.back().grid = GridKind::RowSplits;
 
   SmallVector<Param> cparams = {{po, true, f32},
                                 {pl, true, f32},

@@ -144,7 +144,7 @@ void mlir::vortex::gpugen::recordRowKernel(FlowContext &ctx,
   KernelRecord rec;
   rec.name = func.getName().str();
   rec.step = Step::Indexer;
-  rec.gridKind = "rows";
+  rec.grid = GridKind::Rows;
   rec.threads = threads;
   for (auto [i, buf] : llvm::enumerate(func.getWorkgroupAttributions())) {
     auto type = cast<MemRefType>(buf.getType());

@@ -598,10 +598,10 @@ KernelRecord mlir::vortex::gpugen::kernelRecord(const FlowContext &ctx,
   rec.name = name.str();
   rec.step = plan.indexerSide ? Step::Indexer : Step::Cache;
   if (plan.indexerSide) {
-    rec.gridKind = "persistent";
+    rec.grid = GridKind::Persistent;
     rec.ctasPerSM = ctx.options.ctasPerSM;
   } else {
-    rec.gridKind = "items";
+    rec.grid = GridKind::Items;
     rec.itemsOf = abi::kNumNew.str();
     rec.perCTA = plan.groupsPerCTA;
   }

@@ -29,6 +29,9 @@ namespace mlir::vortex {
 
 using namespace mlir;
 namespace abi = mlir::vortex::abi;
+using mlir::vortex::LaunchAttr;
+using mlir::vortex::LaunchParamAttr;
+using mlir::vortex::StepAttr;
 
 namespace {
 
@@ -180,45 +183,32 @@ struct VortexGPUChainLaunchesPass final
   }
 
   /// The launches of one step, with the kernels' needs added to `needs` and
-  /// `pdl` set on every launch after the first; null after a diagnostic. A
-  /// launch of a kernel the module lacks is left as it is, to the
-  /// manifest's reader (vortex-compile names every missing kernel); the
-  /// launches after it wait before any load.
-  ArrayAttr chainStep(StringRef step, Attribute launches,
-                      llvm::StringMap<Chaining> &needs);
+  /// `pdl` set on every launch after the first. A launch of a kernel the
+  /// module lacks is left as it is, to the manifest's reader (vortex-compile
+  /// names every missing kernel); the launches after it wait before any
+  /// load.
+  ArrayAttr chainStep(StepAttr step, llvm::StringMap<Chaining> &needs);
 };
 
-/// Adds a launch's reads or writes list to `names`; a missing list, or an
-/// entry that is no string, may name anything.
+/// Adds a launch's reads or writes list to `names`; a missing list may name
+/// anything.
 void addTensors(ArrayAttr list, llvm::StringSet<> &names, bool &any) {
   any |= !list;
   if (list)
-    for (Attribute a : list) {
-      auto name = dyn_cast<StringAttr>(a);
-      any |= !name;
-      if (name)
-        names.insert(name.getValue());
-    }
+    for (auto name : list.getAsRange<StringAttr>())
+      names.insert(name.getValue());
 }
 
-/// The launch's `choice` ("" if none or not a dictionary).
-static StringRef choiceOf(Attribute launch) {
-  auto dict = dyn_cast<DictionaryAttr>(launch);
-  auto choice = dict ? dict.getAs<StringAttr>(abi::kManifestChoice) : nullptr;
-  return choice ? choice.getValue() : StringRef();
+/// The launch's `choice` ("" if none).
+static StringRef choiceOf(LaunchAttr launch) {
+  return launch.getChoice() ? launch.getChoice().getValue() : StringRef();
 }
 
-ArrayAttr VortexGPUChainLaunchesPass::chainStep(
-    StringRef step, Attribute launches, llvm::StringMap<Chaining> &needs) {
-  ModuleOp module = getOperation();
-  auto list = dyn_cast_or_null<ArrayAttr>(launches);
-  if (!list) {
-    module.emitError("vortex-gpu-chain-launches: step '")
-        << step << "' of the manifest has no kernels array";
-    return nullptr;
-  }
+ArrayAttr
+VortexGPUChainLaunchesPass::chainStep(StepAttr step,
+                                      llvm::StringMap<Chaining> &needs) {
+  SmallVector<LaunchAttr> list = llvm::to_vector(step.getLaunchList());
   SmallVector<Attribute> out;
-  Builder b(module.getContext());
   // What the launches so far read and write; a launch without a reads
   // (writes) list may read (write) anything, and then every later kernel
   // waits before any store (any access to a buffer argument).
@@ -242,52 +232,31 @@ ArrayAttr VortexGPUChainLaunchesPass::chainStep(
       anyReadBefore = anyRead;
       anyWrittenBefore = anyWritten;
     }
-    auto dict = dyn_cast<DictionaryAttr>(launch);
-    auto name = dict ? dict.getAs<StringAttr>(abi::kManifestKernel) : nullptr;
-    if (!name) {
-      module.emitError("vortex-gpu-chain-launches: launch ")
-          << i << " of step '" << step << "' names no kernel";
-      return nullptr;
-    }
-    gpu::GPUFuncOp func = findKernel(name.getValue());
+    StringRef name = launch.getKernel().getValue();
+    gpu::GPUFuncOp func = findKernel(name);
     if (!func) {
       anyRead = anyWritten = true;
-      out.push_back(dict);
+      out.push_back(launch);
       continue;
     }
-    Chaining &c = needs[name.getValue()];
+    Chaining &c = needs[name];
     c.func = func;
     c.wait |= first > 0;
     c.trigger |= end < list.size();
     c.params.clear();
-    if (auto params = dict.getAs<ArrayAttr>(abi::kManifestParams)) {
-      for (Attribute p : params) {
-        auto pd = dyn_cast<DictionaryAttr>(p);
-        auto pname =
-            pd ? pd.getAs<StringAttr>(abi::kManifestParamName) : nullptr;
-        auto kind =
-            pd ? pd.getAs<StringAttr>(abi::kManifestParamKind) : nullptr;
-        c.params.push_back(
-            pname && kind && kind.getValue() == abi::kManifestBufferParam
-                ? pname.getValue().str()
-                : std::string());
-      }
-    }
+    for (LaunchParamAttr p : launch.getParamList())
+      c.params.push_back(p.isBuffer() ? p.getName().str() : std::string());
     for (const auto &r : readBefore)
       c.readBefore.insert(r.getKey());
     for (const auto &w : writtenBefore)
       c.writtenBefore.insert(w.getKey());
     c.anyReadBefore |= anyReadBefore;
     c.anyWrittenBefore |= anyWrittenBefore;
-    addTensors(dict.getAs<ArrayAttr>(abi::kManifestReads), read, anyRead);
-    addTensors(dict.getAs<ArrayAttr>(abi::kManifestWrites), written,
-               anyWritten);
-    NamedAttrList fields(dict);
-    if (first > 0)
-      fields.set(abi::kManifestPdl, b.getBoolAttr(true));
-    out.push_back(fields.getDictionary(module.getContext()));
+    addTensors(launch.getReads(), read, anyRead);
+    addTensors(launch.getWrites(), written, anyWritten);
+    out.push_back(first > 0 ? launch.withPdl() : launch);
   }
-  return b.getArrayAttr(out);
+  return ArrayAttr::get(&getContext(), out);
 }
 
 void VortexGPUChainLaunchesPass::runOnOperation() {
@@ -298,51 +267,31 @@ void VortexGPUChainLaunchesPass::runOnOperation() {
         << chip << "' is not sm_<number>[suffix]";
     return signalPassFailure();
   }
-  auto manifest = module->getAttrOfType<DictionaryAttr>(abi::kManifestAttrName);
+  Attribute attr = module->getAttr(abi::kManifestAttrName);
+  auto manifest = dyn_cast_or_null<vortex::ManifestAttr>(attr);
+  if (attr && !manifest) {
+    module.emitError("vortex-gpu-chain-launches: ")
+        << abi::kManifestAttrName << " is no #vortex.manifest";
+    return signalPassFailure();
+  }
   // griddepcontrol is sm_90's; hand-written modules have no launch order.
   if (*sm < 90 || !manifest)
     return;
-  // A hand-written manifest without steps launches nothing to chain (its
-  // reader, e.g. vortex-compile, judges the rest).
-  Attribute stepsAttr = manifest.get(abi::kManifestSteps);
-  if (!stepsAttr)
-    return;
-  auto steps = dyn_cast<DictionaryAttr>(stepsAttr);
-  if (!steps) {
-    module.emitError("vortex-gpu-chain-launches: the steps of ")
-        << abi::kManifestAttrName << " are not a dictionary";
-    return signalPassFailure();
-  }
-
   llvm::StringMap<Chaining> needs;
-  NamedAttrList newSteps;
-  for (NamedAttribute step : steps) {
-    auto fields = dyn_cast<DictionaryAttr>(step.getValue());
-    if (!fields) {
-      module.emitError("vortex-gpu-chain-launches: step '")
-          << step.getName().getValue()
-          << "' of the manifest is not a dictionary";
-      return signalPassFailure();
-    }
-    ArrayAttr launches = chainStep(
-        step.getName().getValue(), fields.get(abi::kManifestKernels), needs);
-    if (!launches)
-      return signalPassFailure();
-    NamedAttrList stepFields(fields);
-    stepFields.set(abi::kManifestKernels, launches);
-    newSteps.append(step.getName(),
-                    stepFields.getDictionary(module.getContext()));
+  NamedAttrList steps;
+  for (NamedAttribute step : manifest.getSteps()) {
+    auto fields = cast<StepAttr>(step.getValue());
+    steps.append(step.getName(),
+                 StepAttr::get(&getContext(), fields.getArgs(),
+                               fields.getWrites(), chainStep(fields, needs),
+                               fields.getDecodeRefusal()));
   }
-
   // Every step is read before anything changes: a refused module is left
   // as it was.
   for (const auto &entry : needs)
     chain(entry.getValue());
-  NamedAttrList newManifest(manifest);
-  newManifest.set(abi::kManifestSteps,
-                  newSteps.getDictionary(module.getContext()));
   module->setAttr(abi::kManifestAttrName,
-                  newManifest.getDictionary(module.getContext()));
+                  manifest.withSteps(steps.getDictionary(&getContext())));
 }
 
 } // namespace

@@ -47,21 +47,19 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 // The manifest: the parameters are arguments of both steps after the
 // fields, role "parameter", shape [1, r, c] in the flow's dtype, and no step
 // or kernel writes them.
-// CHECK: module attributes {gpu.container_module, vortex.manifest = {
-// CHECK-SAME: steps = {attend = {{.*}}, cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
-// CHECK-SAME: kernel = "lq_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "scale"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}], reads = ["k", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids", "status"]}]
-// CHECK-SAME: writes = ["centroids"]}
-// CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
-// CHECK-SAME: kernel = "lq_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch1"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}], reads = ["q", "w", "centroids", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch0", "scratch1", "status"]}
+// CHECK: module attributes {gpu.container_module, vortex.manifest = #vortex.manifest<version = 2, flow = "lq", backend = "cuda"
+// CHECK-SAME: scale = #vortex.tensor<role = parameter, dtype = bf16, shape = [1, 1, 128]>
+// CHECK-SAME: scratch2 = #vortex.tensor<role = scratch, dtype = f32, shape = ["rows", 4, 1]>
+// CHECK-SAME: w = #vortex.tensor<role = parameter, dtype = bf16, shape = [1, 4, 128]>}
+// CHECK-SAME: steps = {attend = {{.*}}, cache = #vortex.step<args = ["k", "v", "centroids", "w", "scale", "block_ids"], writes = ["centroids"]
+// CHECK-SAME: kernel = "lq_cache_w0", grid = items, items_of = "num_new", per_cta = {{[0-9]+}}, threads = {{[0-9]+}}, params = [#vortex.launch_param<name = "block_ids", kind = buffer>, #vortex.launch_param<name = "num_new", kind = scalar>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "scale", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>], reads = ["k", "scale", "block_ids"], writes = ["centroids", "status"]>]>
+// CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: kernel = "lq_indexer_w0", grid = {{[a-z]+}}, {{.*}}params = [#vortex.launch_param<name = "dense_kv_indptr", kind = buffer>, #vortex.launch_param<name = "dense_kv_indices", kind = buffer>, #vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "q", kind = buffer>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "scratch1", kind = buffer>, #vortex.launch_param<name = "w", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>], reads = ["q", "w", "centroids", "dense_kv_indptr", "dense_kv_indices"], writes = ["scratch0", "scratch1", "status"]>
 // The compute_param gemm is its own (standalone) kernel: mean(q) and w in,
 // a batched [rows, 4, 1] out.
-// CHECK-SAME: kernel = "lq_indexer_w1", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "scratch2"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "status"}], reads = ["scratch0", "w", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["scratch2", "status"]}
+// CHECK-SAME: kernel = "lq_indexer_w1", grid = {{[a-z]+}}, {{.*}}params = [#vortex.launch_param<name = "dense_kv_indptr", kind = buffer>, #vortex.launch_param<name = "dense_kv_indices", kind = buffer>, #vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "scratch2", kind = buffer>, #vortex.launch_param<name = "w", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>], reads = ["scratch0", "w", "dense_kv_indptr", "dense_kv_indices"], writes = ["scratch2", "status"]>
 // CHECK-SAME: kernel = "lq_indexer_w2"
 // CHECK-SAME: kernel = "lq_indexer_topk"
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
-// CHECK-SAME: scale = {dtype = "bf16", role = "parameter", shape = [1, 1, 128]}
-// CHECK-SAME: scratch2 = {dtype = "f32", role = "scratch", shape = ["rows", 4, 1]}
-// CHECK-SAME: w = {dtype = "bf16", role = "parameter", shape = [1, 4, 128]}}
 
 // CHECK: gpu.module @lq_kernels
 // CHECK: gpu.func @lq_indexer_w0(

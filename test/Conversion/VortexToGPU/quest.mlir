@@ -7,37 +7,31 @@
 
 // The manifest (version 2), keys sorted: per step the argument order, the
 // tensors the step writes, then its kernels in launch order.
-// CHECK: module attributes {gpu.container_module, vortex.manifest = {
-// CHECK-SAME: backend = "cuda"
+// CHECK: module attributes {gpu.container_module, vortex.manifest = #vortex.manifest<version = 2, flow = "gqa_quest_sparse_attention", backend = "cuda", source_hash = "{{[0-9a-f]{64}"}}
 // CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64
-// CHECK-SAME: flow = "gqa_quest_sparse_attention", source_hash = "{{[0-9a-f]{64}"}}
-// CHECK-SAME: steps = {attend = {{.*}}, cache = {args = ["k", "v", "max", "min", "block_ids"]
-// CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "gqa_quest_sparse_attention_cache_w0"
-// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "max"}, {kind = "buffer", name = "min"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
-// CHECK-SAME: reads = ["k", "block_ids"]
-// CHECK-SAME: writes = ["max", "min", "status"]}]
-// CHECK-SAME: writes = ["max", "min"]}
-// CHECK-SAME: indexer = {args = ["q", "k", "v", "max", "min", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
-// CHECK-SAME: kernels = [{block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "gqa_quest_sparse_attention_indexer_w0"
-// CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"]
-// CHECK-SAME: writes = ["scratch0", "status"]
-// CHECK-SAME: {block = [512, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk"
-// CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
-// CHECK-SAME: {block = [256, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t256"
-// CHECK-SAME: shared_bytes = 34912
-// CHECK-SAME: {block = [128, 1, 1], choice = "gqa_quest_sparse_attention_indexer_topk", grid = {kind = "rows"}, kernel = "gqa_quest_sparse_attention_indexer_topk_t128"
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]}]
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
 // CHECK-SAME: tensors = {
-// CHECK-SAME: block_ids = {dtype = "i32", role = "input", shape = ["num_new"]}
-// CHECK-SAME: max = {dtype = "bf16", role = "cache", shape = ["num_blocks", 1, 128]}
-// CHECK-SAME: q = {dtype = "bf16", role = "input", shape = ["rows", 8, 128]}
-// CHECK-SAME: scratch0 = {dtype = "f32", role = "scratch", shape = ["total", 1, 1]}
-// CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
-// CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
-// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
-// CHECK-SAME: version = 2 : i64}}
+// CHECK-SAME: block_ids = #vortex.tensor<role = input, dtype = i32, shape = ["num_new"]>
+// CHECK-SAME: max = #vortex.tensor<role = cache, dtype = bf16, shape = ["num_blocks", 1, 128]>
+// CHECK-SAME: q = #vortex.tensor<role = input, dtype = bf16, shape = ["rows", 8, 128]>
+// CHECK-SAME: scratch0 = #vortex.tensor<role = scratch, dtype = f32, shape = ["total", 1, 1]>
+// CHECK-SAME: sparse_kv_indices = #vortex.tensor<role = output, dtype = i32, shape = ["total"]>
+// CHECK-SAME: sparse_kv_indptr = #vortex.tensor<role = output, dtype = i32, shape = ["rows+1"]>
+// CHECK-SAME: status = #vortex.tensor<role = status, dtype = i32, shape = [4], flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}>
+// CHECK-SAME: steps = {attend = {{.*}}, cache = #vortex.step<args = ["k", "v", "max", "min", "block_ids"], writes = ["max", "min"]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "gqa_quest_sparse_attention_cache_w0", grid = items, items_of = "num_new", per_cta = 16, threads = 256
+// CHECK-SAME: params = [#vortex.launch_param<name = "block_ids", kind = buffer>, #vortex.launch_param<name = "num_new", kind = scalar>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "max", kind = buffer>, #vortex.launch_param<name = "min", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>]
+// CHECK-SAME: reads = ["k", "block_ids"], writes = ["max", "min", "status"]>]>
+// CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "max", "min", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "gqa_quest_sparse_attention_indexer_w0", grid = persistent, ctas_per_sm = 4, threads = 256
+// CHECK-SAME: reads = ["q", "max", "min", "dense_kv_indptr", "dense_kv_indices"], writes = ["scratch0", "status"]>
+// CHECK-SAME: #vortex.launch<kernel = "gqa_quest_sparse_attention_indexer_topk", grid = rows, threads = 512
+// CHECK-SAME: #vortex.launch_param<name = "topk_ratio_bits", kind = scalar, dtype = i64, value = 4589168020290535424>
+// CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "scratch0"]
+// CHECK-SAME: choice = "gqa_quest_sparse_attention_indexer_topk">
+// CHECK-SAME: #vortex.launch<kernel = "gqa_quest_sparse_attention_indexer_topk_t256", grid = rows, threads = 256, shared_bytes = 34912
+// CHECK-SAME: #vortex.launch<kernel = "gqa_quest_sparse_attention_indexer_topk_t128", grid = rows, threads = 128
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"], choice = "gqa_quest_sparse_attention_indexer_topk">]>}>
 
 // CHECK: gpu.module @gqa_quest_sparse_attention_kernels
 // CHECK: gpu.func @gqa_quest_sparse_attention_indexer_w0(
@@ -163,7 +157,7 @@
 
 // Softmax over the blocks of each row is its own kernel between the score
 // and the max over heads.
-// SCAN: indexer = {args = [{{.*}}kernels = [{{.*}}kernel = "gqa_block_sparse_attention_indexer_w0"{{.*}}kernel = "gqa_block_sparse_attention_indexer_s1"{{.*}}kernel = "gqa_block_sparse_attention_indexer_w2"{{.*}}kernel = "gqa_block_sparse_attention_indexer_topk"
+// SCAN: indexer = #vortex.step<args = [{{.*}}launches = [{{.*}}kernel = "gqa_block_sparse_attention_indexer_w0"{{.*}}kernel = "gqa_block_sparse_attention_indexer_s1"{{.*}}kernel = "gqa_block_sparse_attention_indexer_w2"{{.*}}kernel = "gqa_block_sparse_attention_indexer_topk"
 // SCAN: gpu.func @gqa_block_sparse_attention_indexer_s1(
 // SCAN: gpu.block_id x
 // SCAN: gpu.all_reduce maximumf

@@ -30,43 +30,37 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // The module gets the flow's manifest (version 2) for the CPU: every float
 // tensor is stored as f32, and each step is one host function, the C
 // interface of the step, taking every argument as a buffer in call order.
-// CHECK: module attributes {vortex.manifest = {
-// CHECK-SAME: backend = "cpu"
+// CHECK: module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "bs", backend = "cpu", source_hash = "{{[0-9a-f]{64}"}}
 // CHECK-SAME: config = {block_size = 16 : i64, group_size = 8 : i64, head_dim = 128 : i64, intermediate_dtype = "bf16", kv_dtype = "bf16"
-// CHECK-SAME: flow = "bs", source_hash = "{{[0-9a-f]{64}"}}
-// The attend step (decode attention over a CSR) whatever the flow's ops.
-// CHECK-SAME: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
-// CHECK-SAME: kernel = "_mlir_ciface_bs_attend"
-// CHECK-SAME: params = [{kind = "buffer", name = "q"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "kv_indptr"}, {kind = "buffer", name = "kv_indices"}, {kind = "buffer", name = "kv_last_len"}, {kind = "buffer", name = "o"}, {kind = "buffer", name = "lse"}, {kind = "buffer", name = "sm_scale"}]
-// CHECK-SAME: reads = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "sm_scale"], shared_bytes = 0 : i64, writes = ["o", "lse"]}]
-// CHECK-SAME: writes = ["o", "lse"]}
-// CHECK-SAME: cache = {args = ["k", "v", "centroids", "block_ids"]
-// CHECK-SAME: kernels = [{block = [1, 1, 1], grid = {kind = "host"}, kernel = "_mlir_ciface_bs_cache"
-// CHECK-SAME: params = [{kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "block_ids"}]
-// CHECK-SAME: reads = ["k", "v", "centroids", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
-// CHECK-SAME: writes = ["centroids"]}
-// CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
-// CHECK-SAME: kernels = [{block = [1, 1, 1], grid = {kind = "host"}, kernel = "_mlir_ciface_bs_indexer"
-// CHECK-SAME: params = [{kind = "buffer", name = "q"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "buffer", name = "sparse_kv_indptr"}, {kind = "buffer", name = "sparse_kv_indices"}]
-// CHECK-SAME: reads = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["sparse_kv_indptr", "sparse_kv_indices"]}]
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
 // CHECK-SAME: symbols = {num_blocks = "k", num_new = "block_ids", rows = "dense_kv_indptr", total = "dense_kv_indices"}
-// CHECK-SAME: tensors = {block_ids = {dtype = "i32", role = "input", shape = ["num_new"]}
-// CHECK-SAME: centroids = {dtype = "f32", role = "cache", shape = ["num_blocks", 1, 128]}
-// CHECK-SAME: dense_kv_indices = {dtype = "i32", role = "input", shape = ["total"]}
-// CHECK-SAME: dense_kv_indptr = {dtype = "i32", role = "input", shape = ["rows+1"]}
-// CHECK-SAME: k = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}
-// CHECK-SAME: kv_indices = {dtype = "i32", role = "input", shape = ["total"]}
-// CHECK-SAME: kv_indptr = {dtype = "i32", role = "input", shape = ["rows+1"]}
-// CHECK-SAME: kv_last_len = {dtype = "i32", role = "input", shape = ["rows"]}
-// CHECK-SAME: lse = {dtype = "f32", role = "output", shape = ["rows", 8]}
-// CHECK-SAME: o = {dtype = "f32", role = "output", shape = ["rows", 8, 128]}
-// CHECK-SAME: q = {dtype = "f32", role = "input", shape = ["rows", 8, 128]}
-// CHECK-SAME: sm_scale = {dtype = "f32", role = "input", shape = [1]}
-// CHECK-SAME: sparse_kv_indices = {dtype = "i32", role = "output", shape = ["total"]}
-// CHECK-SAME: sparse_kv_indptr = {dtype = "i32", role = "output", shape = ["rows+1"]}
-// CHECK-SAME: v = {dtype = "f32", role = "cache", shape = ["num_blocks", 16, 128]}}
-// CHECK-SAME: version = 2 : i64}}
+// CHECK-SAME: tensors = {block_ids = #vortex.tensor<role = input, dtype = i32, shape = ["num_new"]>
+// CHECK-SAME: centroids = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 1, 128]>
+// CHECK-SAME: dense_kv_indices = #vortex.tensor<role = input, dtype = i32, shape = ["total"]>
+// CHECK-SAME: dense_kv_indptr = #vortex.tensor<role = input, dtype = i32, shape = ["rows+1"]>
+// CHECK-SAME: k = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 16, 128]>
+// CHECK-SAME: kv_indices = #vortex.tensor<role = input, dtype = i32, shape = ["total"]>
+// CHECK-SAME: kv_indptr = #vortex.tensor<role = input, dtype = i32, shape = ["rows+1"]>
+// CHECK-SAME: kv_last_len = #vortex.tensor<role = input, dtype = i32, shape = ["rows"]>
+// CHECK-SAME: lse = #vortex.tensor<role = output, dtype = f32, shape = ["rows", 8]>
+// CHECK-SAME: o = #vortex.tensor<role = output, dtype = f32, shape = ["rows", 8, 128]>
+// CHECK-SAME: q = #vortex.tensor<role = input, dtype = f32, shape = ["rows", 8, 128]>
+// CHECK-SAME: sm_scale = #vortex.tensor<role = input, dtype = f32, shape = [1]>
+// CHECK-SAME: sparse_kv_indices = #vortex.tensor<role = output, dtype = i32, shape = ["total"]>
+// CHECK-SAME: sparse_kv_indptr = #vortex.tensor<role = output, dtype = i32, shape = ["rows+1"]>
+// CHECK-SAME: v = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 16, 128]>}
+// The attend step (decode attention over a CSR) whatever the flow's ops.
+// CHECK-SAME: steps = {attend = #vortex.step<args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"], writes = ["o", "lse"]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "_mlir_ciface_bs_attend", grid = host, threads = 1
+// CHECK-SAME: params = [#vortex.launch_param<name = "q", kind = buffer>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "v", kind = buffer>, #vortex.launch_param<name = "kv_indptr", kind = buffer>, #vortex.launch_param<name = "kv_indices", kind = buffer>, #vortex.launch_param<name = "kv_last_len", kind = buffer>, #vortex.launch_param<name = "o", kind = buffer>, #vortex.launch_param<name = "lse", kind = buffer>, #vortex.launch_param<name = "sm_scale", kind = buffer>]
+// CHECK-SAME: reads = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "sm_scale"], writes = ["o", "lse"]>]>
+// CHECK-SAME: cache = #vortex.step<args = ["k", "v", "centroids", "block_ids"], writes = ["centroids"]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "_mlir_ciface_bs_cache", grid = host, threads = 1
+// CHECK-SAME: params = [#vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "v", kind = buffer>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "block_ids", kind = buffer>]
+// CHECK-SAME: reads = ["k", "v", "centroids", "block_ids"], writes = ["centroids"]>]>
+// CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "_mlir_ciface_bs_indexer", grid = host, threads = 1
+// CHECK-SAME: params = [#vortex.launch_param<name = "q", kind = buffer>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "v", kind = buffer>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "dense_kv_indptr", kind = buffer>, #vortex.launch_param<name = "dense_kv_indices", kind = buffer>, #vortex.launch_param<name = "sparse_kv_indptr", kind = buffer>, #vortex.launch_param<name = "sparse_kv_indices", kind = buffer>]
+// CHECK-SAME: reads = ["q", "k", "v", "centroids", "dense_kv_indptr", "dense_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]>]>}>}
 // CHECK-NOT: vortex.
 // CHECK-LABEL: func.func @bs_indexer(
 // CHECK-SAME: %[[Q:[^:]+]]: memref<?x8x128xf32> {vortex.name = "q"}

@@ -39,18 +39,16 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %w: !w, %scale: !sc) {
 
 // The manifest: role "parameter", shape [1, r, c] (the constant 1), f32 on
 // the CPU; arguments of both steps after the fields; never written.
-// CHECK: module attributes {vortex.manifest = {
+// CHECK: module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "lq", backend = "cpu"
+// CHECK-SAME: scale = #vortex.tensor<role = parameter, dtype = f32, shape = [1, 1, 128]>
+// CHECK-SAME: w = #vortex.tensor<role = parameter, dtype = f32, shape = [1, 4, 128]>
 // Attention takes no parameter: its arguments depend on the config only.
-// CHECK-SAME: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
-// CHECK-SAME: cache = {args = ["k", "v", "centroids", "w", "scale", "block_ids"]
-// CHECK-SAME: params = [{kind = "buffer", name = "k"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "w"}, {kind = "buffer", name = "scale"}, {kind = "buffer", name = "block_ids"}]
-// CHECK-SAME: reads = ["k", "v", "centroids", "w", "scale", "block_ids"], shared_bytes = 0 : i64, writes = ["centroids"]}]
-// CHECK-SAME: writes = ["centroids"]}
-// CHECK-SAME: indexer = {args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"]
-// CHECK-SAME: reads = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices"], shared_bytes = 0 : i64, writes = ["sparse_kv_indptr", "sparse_kv_indices"]}]
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]}}
-// CHECK-SAME: scale = {dtype = "f32", role = "parameter", shape = [1, 1, 128]}
-// CHECK-SAME: w = {dtype = "f32", role = "parameter", shape = [1, 4, 128]}
+// CHECK-SAME: steps = {attend = #vortex.step<args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
+// CHECK-SAME: cache = #vortex.step<args = ["k", "v", "centroids", "w", "scale", "block_ids"], writes = ["centroids"]
+// CHECK-SAME: params = [#vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "v", kind = buffer>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "w", kind = buffer>, #vortex.launch_param<name = "scale", kind = buffer>, #vortex.launch_param<name = "block_ids", kind = buffer>]
+// CHECK-SAME: reads = ["k", "v", "centroids", "w", "scale", "block_ids"], writes = ["centroids"]>]>
+// CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: reads = ["q", "k", "v", "centroids", "w", "scale", "dense_kv_indptr", "dense_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"]>]>}>
 
 // CHECK-LABEL: func.func @lq_indexer(
 // CHECK-SAME: %{{[^:]+}}: memref<?x8x128xf32> {vortex.name = "q"}

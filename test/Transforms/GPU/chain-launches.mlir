@@ -17,9 +17,9 @@
 // still waits before it returns (k2 completes only after k1 has), so a
 // second wait comes before the return.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: cache = {args = [], kernels = [{kernel = "c0"}], writes = []}
-// CHECK-SAME: {kernel = "k1", params = [{kind = "buffer", name = "indptr"}, {kind = "buffer", name = "s"}, {kind = "scalar", name = "rows"}], pdl = true, writes = ["out"]}
-// CHECK-SAME: {kernel = "k2", params = [{kind = "buffer", name = "indptr"}], pdl = true, writes = []}
+// CHECK-SAME: cache = #vortex.step<args = [], writes = [], launches = [#vortex.launch<kernel = "c0", grid = rows, threads = 1, params = []>]>
+// CHECK-SAME: #vortex.launch<kernel = "k1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>, #vortex.launch_param<name = "s", kind = buffer>, #vortex.launch_param<name = "rows", kind = scalar>], writes = ["out"], pdl = true>
+// CHECK-SAME: #vortex.launch<kernel = "k2", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = [], pdl = true>
 // CHECK-LABEL: gpu.func @k0
 // CHECK-NEXT: nvvm.griddepcontrol launch_dependents
 // CHECK-NEXT: arith.constant 0 : index
@@ -45,21 +45,16 @@
 // CHECK-NEXT: gpu.return
 // SM80-NOT: griddepcontrol
 // SM80-NOT: pdl
-module attributes {vortex.manifest = {version = 2, steps = {
-    indexer = {args = [], writes = [],
-               kernels = [{kernel = "k0", grid = {kind = "rows"},
-                           params = [{name = "indptr", kind = "buffer"},
-                                     {name = "s", kind = "buffer"}],
-                           writes = ["s"]},
-                          {kernel = "k1",
-                           params = [{name = "indptr", kind = "buffer"},
-                                     {name = "s", kind = "buffer"},
-                                     {name = "rows", kind = "scalar"}],
-                           writes = ["out"]},
-                          {kernel = "k2",
-                           params = [{name = "indptr", kind = "buffer"}],
-                           writes = []}]},
-    cache = {args = [], writes = [], kernels = [{kernel = "c0"}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "k0", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>,
+          #vortex.launch_param<name = "s", kind = buffer>], writes = ["s"]>,
+        #vortex.launch<kernel = "k1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>,
+          #vortex.launch_param<name = "s", kind = buffer>,
+          #vortex.launch_param<name = "rows", kind = scalar>], writes = ["out"]>,
+        #vortex.launch<kernel = "k2", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = []>]>,
+    cache = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "c0", grid = rows, threads = 1, params = []>]>}>} {
   gpu.module @kernels {
     gpu.func @k0(%indptr: memref<?xi32>, %s: memref<?xf32>) kernel {
       %c0 = arith.constant 0 : index
@@ -132,23 +127,18 @@ module attributes {vortex.manifest = {version = 2, steps = {
 // CHECK-NEXT: scf.for
 // CHECK-NOT: griddepcontrol
 // CHECK: gpu.return
-module attributes {vortex.manifest = {steps = {
-    indexer = {kernels = [{kernel = "s0",
-                           params = [{name = "indptr", kind = "buffer"},
-                                     {name = "q", kind = "buffer"},
-                                     {name = "scores", kind = "buffer"},
-                                     {name = "status", kind = "buffer"}],
-                           reads = ["indptr", "q"],
-                           writes = ["scores", "status"]},
-                          {kernel = "t1",
-                           params = [{name = "indptr", kind = "buffer"},
-                                     {name = "scores", kind = "buffer"},
-                                     {name = "rows", kind = "scalar"},
-                                     {name = "out", kind = "buffer"},
-                                     {name = "q", kind = "buffer"},
-                                     {name = "status", kind = "buffer"}],
-                           reads = ["indptr", "scores"],
-                           writes = ["out", "q", "status"]}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "s0", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>,
+          #vortex.launch_param<name = "q", kind = buffer>,
+          #vortex.launch_param<name = "scores", kind = buffer>,
+          #vortex.launch_param<name = "status", kind = buffer>], reads = ["indptr", "q"], writes = ["scores", "status"]>,
+        #vortex.launch<kernel = "t1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>,
+          #vortex.launch_param<name = "scores", kind = buffer>,
+          #vortex.launch_param<name = "rows", kind = scalar>,
+          #vortex.launch_param<name = "out", kind = buffer>,
+          #vortex.launch_param<name = "q", kind = buffer>,
+          #vortex.launch_param<name = "status", kind = buffer>], reads = ["indptr", "scores"], writes = ["out", "q", "status"]>]>}>} {
   gpu.module @kernels {
     gpu.func @s0(%indptr: memref<?xi32>, %q: memref<?xf32>,
                  %scores: memref<?xf32>, %status: memref<?xi32>) kernel {
@@ -198,21 +188,20 @@ module attributes {vortex.manifest = {steps = {
 
 // -----
 
-// A reads list with an entry that is no string may name anything: the
-// kernel after it still loads `indptr` before the wait, but its store to
-// `out` waits.
+// A launch that lists no reads may read anything: the kernel after it
+// still loads `indptr` before the wait (nothing writes it), but its store
+// to `out` waits.
 // CHECK-LABEL: module attributes
 // CHECK-LABEL: gpu.func @v1
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: memref.load %arg0
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: memref.store
-module attributes {vortex.manifest = {steps = {
-    indexer = {kernels = [{kernel = "v0", reads = [1], writes = []},
-                          {kernel = "v1",
-                           params = [{name = "indptr", kind = "buffer"},
-                                     {name = "out", kind = "buffer"}],
-                           reads = ["indptr"], writes = ["out"]}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "v0", grid = rows, threads = 1, params = [], writes = []>,
+        #vortex.launch<kernel = "v1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>,
+          #vortex.launch_param<name = "out", kind = buffer>], reads = ["indptr"], writes = ["out"]>]>}>} {
   gpu.module @kernels {
     gpu.func @v0() kernel {
       gpu.return
@@ -240,15 +229,13 @@ module attributes {vortex.manifest = {steps = {
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: memref.load
-module attributes {vortex.manifest = {steps = {
-    indexer = {kernels = [{kernel = "u0"},
-                          {kernel = "u1",
-                           params = [{name = "indptr", kind = "buffer"}],
-                           writes = []}]},
-    cache = {kernels = [{kernel = "u3", writes = []},
-                        {kernel = "u2",
-                         params = [{name = "indptr", kind = "buffer"}],
-                         writes = []}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "u0", grid = rows, threads = 1, params = []>,
+        #vortex.launch<kernel = "u1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = []>]>,
+    cache = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "u3", grid = rows, threads = 1, params = [], writes = []>,
+        #vortex.launch<kernel = "u2", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = []>]>}>} {
   gpu.module @kernels {
     gpu.func @u0() kernel {
       gpu.return
@@ -275,7 +262,7 @@ module attributes {vortex.manifest = {steps = {
 // kernel, is left to the manifest's reader (vortex-compile names them): no
 // pdl on it, and the kernel after it waits before any load.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: kernels = [{kernel = "m0"}, {kernel = "missing"}, {kernel = "helper"}, {kernel = "m1", params = [{kind = "buffer", name = "indptr"}], pdl = true, writes = []}]
+// CHECK-SAME: launches = [#vortex.launch<kernel = "m0", grid = rows, threads = 1, params = []>, #vortex.launch<kernel = "missing", grid = rows, threads = 1, params = []>, #vortex.launch<kernel = "helper", grid = rows, threads = 1, params = []>, #vortex.launch<kernel = "m1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = [], pdl = true>]
 // CHECK-LABEL: gpu.func @m0
 // CHECK-NEXT: nvvm.griddepcontrol launch_dependents
 // CHECK-LABEL: gpu.func @helper
@@ -284,12 +271,12 @@ module attributes {vortex.manifest = {steps = {
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: memref.load
-module attributes {vortex.manifest = {steps = {
-    indexer = {kernels = [{kernel = "m0"}, {kernel = "missing"},
-                          {kernel = "helper"},
-                          {kernel = "m1",
-                           params = [{name = "indptr", kind = "buffer"}],
-                           writes = []}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "m0", grid = rows, threads = 1, params = []>,
+        #vortex.launch<kernel = "missing", grid = rows, threads = 1, params = []>,
+        #vortex.launch<kernel = "helper", grid = rows, threads = 1, params = []>,
+        #vortex.launch<kernel = "m1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "indptr", kind = buffer>], writes = []>]>}>} {
   gpu.module @kernels {
     gpu.func @m0() kernel {
       gpu.return
@@ -307,8 +294,8 @@ module attributes {vortex.manifest = {steps = {
 
 // -----
 
-// Without a manifest, or without its steps, there is no launch order:
-// nothing changes.
+// Without a manifest, or with no steps, there is no launch order: nothing
+// changes.
 // CHECK-LABEL: gpu.module @handwritten
 // CHECK-NOT: griddepcontrol
 module {
@@ -326,7 +313,8 @@ module {
 
 // CHECK-LABEL: gpu.module @no_steps
 // CHECK-NOT: griddepcontrol
-module attributes {vortex.manifest = {flow = "f"}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+}>} {
   gpu.module @no_steps {
     gpu.func @a() kernel {
       gpu.return
@@ -345,8 +333,8 @@ module attributes {vortex.manifest = {flow = "f"}} {
 // (no launch follows the group). The first launch being a group (b0, b1),
 // neither waits nor gets pdl; k2 after it waits for both.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: cache = {args = [], kernels = [{choice = "g", kernel = "b0", writes = ["t"]}, {choice = "g", kernel = "b1", writes = ["t"]}, {kernel = "k2", params = [{kind = "buffer", name = "t"}], pdl = true}]
-// CHECK-SAME: indexer = {args = [], kernels = [{kernel = "k0", reads = [], writes = ["s"]}, {choice = "a", kernel = "a0", params = [{kind = "buffer", name = "out"}, {kind = "buffer", name = "s"}], pdl = true, writes = ["out"]}, {choice = "a", kernel = "a1", params = [{kind = "buffer", name = "out"}, {kind = "buffer", name = "s"}], pdl = true, writes = ["out"]}]
+// CHECK-SAME: cache = #vortex.step<args = [], writes = [], launches = [#vortex.launch<kernel = "b0", grid = rows, threads = 1, params = [], writes = ["t"], choice = "g">, #vortex.launch<kernel = "b1", grid = rows, threads = 1, params = [], writes = ["t"], choice = "g">, #vortex.launch<kernel = "k2", grid = rows, threads = 1, params = [#vortex.launch_param<name = "t", kind = buffer>], pdl = true>]>
+// CHECK-SAME: indexer = #vortex.step<args = [], writes = [], launches = [#vortex.launch<kernel = "k0", grid = rows, threads = 1, params = [], reads = [], writes = ["s"]>, #vortex.launch<kernel = "a0", grid = rows, threads = 1, params = [#vortex.launch_param<name = "out", kind = buffer>, #vortex.launch_param<name = "s", kind = buffer>], writes = ["out"], pdl = true, choice = "a">, #vortex.launch<kernel = "a1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "out", kind = buffer>, #vortex.launch_param<name = "s", kind = buffer>], writes = ["out"], pdl = true, choice = "a">]>
 // CHECK-LABEL: gpu.func @k0
 // CHECK-NEXT: nvvm.griddepcontrol launch_dependents
 // CHECK-LABEL: gpu.func @a0
@@ -375,20 +363,17 @@ module attributes {vortex.manifest = {flow = "f"}} {
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: memref.load
-module attributes {vortex.manifest = {version = 2, steps = {
-    indexer = {args = [], writes = [],
-               kernels = [{kernel = "k0", reads = [], writes = ["s"]},
-                          {kernel = "a0", choice = "a", writes = ["out"],
-                           params = [{name = "out", kind = "buffer"},
-                                     {name = "s", kind = "buffer"}]},
-                          {kernel = "a1", choice = "a", writes = ["out"],
-                           params = [{name = "out", kind = "buffer"},
-                                     {name = "s", kind = "buffer"}]}]},
-    cache = {args = [], writes = [],
-             kernels = [{kernel = "b0", choice = "g", writes = ["t"]},
-                        {kernel = "b1", choice = "g", writes = ["t"]},
-                        {kernel = "k2",
-                         params = [{name = "t", kind = "buffer"}]}]}}}} {
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "f", backend = "cuda", steps = {
+    indexer = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "k0", grid = rows, threads = 1, params = [], reads = [], writes = ["s"]>,
+        #vortex.launch<kernel = "a0", grid = rows, threads = 1, params = [#vortex.launch_param<name = "out", kind = buffer>,
+          #vortex.launch_param<name = "s", kind = buffer>], writes = ["out"], choice = "a">,
+        #vortex.launch<kernel = "a1", grid = rows, threads = 1, params = [#vortex.launch_param<name = "out", kind = buffer>,
+          #vortex.launch_param<name = "s", kind = buffer>], writes = ["out"], choice = "a">]>,
+    cache = #vortex.step<args = [], writes = [],
+        launches = [#vortex.launch<kernel = "b0", grid = rows, threads = 1, params = [], writes = ["t"], choice = "g">,
+        #vortex.launch<kernel = "b1", grid = rows, threads = 1, params = [], writes = ["t"], choice = "g">,
+        #vortex.launch<kernel = "k2", grid = rows, threads = 1, params = [#vortex.launch_param<name = "t", kind = buffer>]>]>}>} {
   gpu.module @kernels {
     gpu.func @k0() kernel {
       gpu.return

@@ -5,61 +5,32 @@
 // the kernels it launches. The toy's indexer stops at the scores (no top-k
 // kernel), so nothing here writes the sparse CSR the step promises; the
 // tool does not check that.
-module attributes {vortex.manifest = {
-  version = 2,
-  flow = "toy_sparse_attention",
-  backend = "cuda",
+module attributes {vortex.manifest = #vortex.manifest<version = 2, flow = "toy_sparse_attention", backend = "cuda",
   source_hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-  config = {block_size = 16, page_size = 16, head_dim = 128, group_size = 8,
-            topk_val = 29, topk_ratio = 6.250000e-02, reserved_bos = 1,
-            reserved_eos = 2, intermediate_dtype = "bf16", kv_dtype = "bf16"},
-  symbols = {rows = "dense_kv_indptr", total = "dense_kv_indices",
-             num_blocks = "k", num_new = "block_ids"},
+  config = {block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = "bf16", kv_dtype = "bf16"},
+  symbols = {rows = "dense_kv_indptr", total = "dense_kv_indices", num_blocks = "k", num_new = "block_ids"},
   tensors = {
-    q = {role = "input", dtype = "bf16", shape = ["rows", 8, 128]},
-    k = {role = "cache", dtype = "bf16", shape = ["num_blocks", 16, 128]},
-    v = {role = "cache", dtype = "bf16", shape = ["num_blocks", 16, 128]},
-    max = {role = "cache", dtype = "bf16", shape = ["num_blocks", 1, 128]},
-    dense_kv_indptr = {role = "input", dtype = "i32", shape = ["rows+1"]},
-    dense_kv_indices = {role = "input", dtype = "i32", shape = ["total"]},
-    sparse_kv_indptr = {role = "output", dtype = "i32", shape = ["rows+1"]},
-    sparse_kv_indices = {role = "output", dtype = "i32", shape = ["total"]},
-    block_ids = {role = "input", dtype = "i32", shape = ["num_new"]},
-    scratch0 = {role = "scratch", dtype = "f32", shape = ["total", 1, 8]}
-  },
-  steps = {
-    indexer = {
-      args = ["q", "k", "v", "max", "dense_kv_indptr", "dense_kv_indices",
-              "sparse_kv_indptr", "sparse_kv_indices"],
-      writes = ["sparse_kv_indptr", "sparse_kv_indices"],
-      kernels = [
-        {kernel = "toy_sparse_attention_indexer_w0",
-         grid = {kind = "persistent", ctas_per_sm = 4},
-         block = [256, 1, 1], shared_bytes = 0,
-         params = [{name = "q", kind = "buffer"},
-                   {name = "max", kind = "buffer"},
-                   {name = "dense_kv_indices", kind = "buffer"},
-                   {name = "scratch0", kind = "buffer"},
-                   {name = "total", kind = "scalar"}],
-         reads = ["q", "max", "dense_kv_indices"], writes = ["scratch0"]}
-      ]
-    },
-    cache = {
-      args = ["k", "v", "max", "block_ids"],
-      writes = ["max"],
-      kernels = [
-        {kernel = "toy_sparse_attention_cache_w0",
-         grid = {kind = "items", of = "num_new", per_cta = 4},
-         block = [128, 1, 1], shared_bytes = 0,
-         params = [{name = "k", kind = "buffer"},
-                   {name = "max", kind = "buffer"},
-                   {name = "block_ids", kind = "buffer"},
-                   {name = "num_new", kind = "scalar"}],
-         reads = ["k", "block_ids"], writes = ["max"]}
-      ]
-    }
-  }
-}} {
+    q = #vortex.tensor<role = input, dtype = bf16, shape = ["rows", 8, 128]>,
+    k = #vortex.tensor<role = cache, dtype = bf16, shape = ["num_blocks", 16, 128]>,
+    v = #vortex.tensor<role = cache, dtype = bf16, shape = ["num_blocks", 16, 128]>,
+    max = #vortex.tensor<role = cache, dtype = bf16, shape = ["num_blocks", 1, 128]>,
+    dense_kv_indptr = #vortex.tensor<role = input, dtype = i32, shape = ["rows+1"]>,
+    dense_kv_indices = #vortex.tensor<role = input, dtype = i32, shape = ["total"]>,
+    sparse_kv_indptr = #vortex.tensor<role = output, dtype = i32, shape = ["rows+1"]>,
+    sparse_kv_indices = #vortex.tensor<role = output, dtype = i32, shape = ["total"]>,
+    block_ids = #vortex.tensor<role = input, dtype = i32, shape = ["num_new"]>,
+    scratch0 = #vortex.tensor<role = scratch, dtype = f32, shape = ["total", 1, 8]>}, steps = {
+    indexer = #vortex.step<args = ["q", "k", "v", "max", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices"], writes = ["sparse_kv_indptr", "sparse_kv_indices"],
+        launches = [#vortex.launch<kernel = "toy_sparse_attention_indexer_w0", grid = persistent, ctas_per_sm = 4, threads = 256, params = [#vortex.launch_param<name = "q", kind = buffer>,
+          #vortex.launch_param<name = "max", kind = buffer>,
+          #vortex.launch_param<name = "dense_kv_indices", kind = buffer>,
+          #vortex.launch_param<name = "scratch0", kind = buffer>,
+          #vortex.launch_param<name = "total", kind = scalar>], reads = ["q", "max", "dense_kv_indices"], writes = ["scratch0"]>]>,
+    cache = #vortex.step<args = ["k", "v", "max", "block_ids"], writes = ["max"],
+        launches = [#vortex.launch<kernel = "toy_sparse_attention_cache_w0", grid = items, items_of = "num_new", per_cta = 4, threads = 128, params = [#vortex.launch_param<name = "k", kind = buffer>,
+          #vortex.launch_param<name = "max", kind = buffer>,
+          #vortex.launch_param<name = "block_ids", kind = buffer>,
+          #vortex.launch_param<name = "num_new", kind = scalar>], reads = ["k", "block_ids"], writes = ["max"]>]>}>} {
   gpu.module @toy_sparse_attention_kernels {
     // score[pos, g] = exp(q[row, g, :] . max[block, 0, :]) with 32 lanes per
     // (pos, g): each lane reads 4 bf16 of q and of max with 8-byte loads.
