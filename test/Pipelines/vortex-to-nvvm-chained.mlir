@@ -19,15 +19,12 @@
 // CHECK-NOT: pdl
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_w0"
 // CHECK-NOT: pdl
-// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_topk"
-// CHECK-SAME: pdl = true
-// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
+// CHECK-SAME: pdl = true, choice = "block_sparse_attention_indexer_topk"
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_topk_t256"
-// CHECK-SAME: pdl = true
-// CHECK-SAME: choice = "block_sparse_attention_indexer_topk"
+// CHECK-SAME: pdl = true, choice = "block_sparse_attention_indexer_topk"
 // CHECK-SAME: kernel = "block_sparse_attention_indexer_topk_t128"
-// CHECK-SAME: pdl = true
+// CHECK-SAME: pdl = true, choice = "block_sparse_attention_indexer_topk"
 // CHECK-LABEL: llvm.func @block_sparse_attention_indexer_w0(
 // CHECK: nvvm.griddepcontrol launch_dependents
 // CHECK-NOT: griddepcontrol

@@ -37,11 +37,11 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // The manifest: one status tensor of 4 i32 words, written by every kernel;
 // kernels that gather by block id also take num_blocks.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: kernel = "saved_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
+// CHECK-SAME: status = #vortex.tensor<role = status, dtype = i32, shape = [4], flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}>
+// CHECK-SAME: kernel = "saved_cache_w0", {{[^>]*}}params = [#vortex.launch_param<name = "block_ids", kind = buffer>, #vortex.launch_param<name = "num_new", kind = scalar>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>]
 // CHECK-SAME: writes = ["centroids", "status"]
-// CHECK-SAME: kernel = "saved_indexer_w0", params = [{kind = "buffer", name = "dense_kv_indptr"}, {kind = "buffer", name = "dense_kv_indices"}, {kind = "scalar", name = "rows"}, {kind = "buffer", name = "centroids"}, {kind = "buffer", name = "q"}, {kind = "buffer", name = "running"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
-// CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "buffer", name = "sparse_kv_indices"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "topk_min_budget", value = 6 : i64}, {dtype = "i64", kind = "scalar", name = "topk_ratio_bits", value = 0 : i64}, {kind = "scalar", name = "reserved_bos", value = 1 : i64}, {kind = "scalar", name = "reserved_eos", value = 1 : i64}]
-// CHECK-SAME: status = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
+// CHECK-SAME: kernel = "saved_indexer_w0", {{[^>]*}}params = [#vortex.launch_param<name = "dense_kv_indptr", kind = buffer>, #vortex.launch_param<name = "dense_kv_indices", kind = buffer>, #vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "centroids", kind = buffer>, #vortex.launch_param<name = "q", kind = buffer>, #vortex.launch_param<name = "running", kind = buffer>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>]
+// CHECK-SAME: kernel = "saved_indexer_topk", {{[^>]*}}params = [{{.*}}#vortex.launch_param<name = "sparse_kv_indices", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "topk_min_budget", kind = scalar, value = 6>, #vortex.launch_param<name = "topk_ratio_bits", kind = scalar, dtype = i64, value = 0>, #vortex.launch_param<name = "reserved_bos", kind = scalar, value = 1>, #vortex.launch_param<name = "reserved_eos", kind = scalar, value = 1>]
 
 // Score kernel. The CSR's end must equal the extent of dense_kv_indices,
 // else nothing is scored (the top-k records it).
@@ -134,6 +134,6 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %status: !c) {
   vortex.topk %s into %o : !s into !o
 }
 // CHECK-LABEL: module attributes
-// CHECK-SAME: params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "status"}, {kind = "buffer", name = "status0"}, {kind = "scalar", name = "num_blocks"}]
-// CHECK-SAME: status = {dtype = "bf16", role = "cache", shape = ["num_blocks", 1, 128]}
-// CHECK-SAME: status0 = {dtype = "i32", flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}, role = "status", shape = [4]}
+// CHECK-SAME: status = #vortex.tensor<role = cache, dtype = bf16, shape = ["num_blocks", 1, 128]>
+// CHECK-SAME: status0 = #vortex.tensor<role = status, dtype = i32, shape = [4], flags = {block_ids = 2 : i64, dense_kv_indices = 1 : i64, dense_kv_indptr = 4 : i64, slot_of_ptr = 8 : i64}>
+// CHECK-SAME: params = [#vortex.launch_param<name = "block_ids", kind = buffer>, #vortex.launch_param<name = "num_new", kind = scalar>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "status0", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>]

@@ -37,20 +37,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // Launch order and grid kinds.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 16 : i64}, kernel = "scans_cache_w0"
-// CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w0"
-// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s1"
-// CHECK-SAME: {block = [256, 1, 1], grid = {kind = "rows"}, kernel = "scans_indexer_s2"
-// CHECK-SAME: {block = [256, 1, 1], grid = {ctas_per_sm = 4 : i64, kind = "persistent"}, kernel = "scans_indexer_w3"
+// CHECK-SAME: #vortex.launch<kernel = "scans_cache_w0", grid = items, items_of = "num_new", per_cta = 16, threads = 256
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_w0", grid = persistent, ctas_per_sm = 4, threads = 256
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_s1", grid = rows, threads = 256
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_s2", grid = rows, threads = 256
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_w3", grid = persistent, ctas_per_sm = 4, threads = 256
 // The top-k: three alternatives (one choice) of 512, 256 and 128 threads.
-// CHECK-SAME: {block = [512, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk"
-// CHECK-SAME: {block = [256, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk_t256"
-// CHECK-SAME: {block = [128, 1, 1], choice = "scans_indexer_topk", grid = {kind = "rows"}, kernel = "scans_indexer_topk_t128"
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_topk", grid = rows, threads = 512, {{[^[]*}}params = [{{[^]]*}}]{{[^>]*}}, choice = "scans_indexer_topk">
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_topk_t256", grid = rows, threads = 256, {{[^[]*}}params = [{{[^]]*}}]{{[^>]*}}, choice = "scans_indexer_topk">
+// CHECK-SAME: #vortex.launch<kernel = "scans_indexer_topk_t128", grid = rows, threads = 128, {{[^[]*}}params = [{{[^]]*}}]{{[^>]*}}, choice = "scans_indexer_topk">
 // Options: 128 threads are 4 warps of 2 groups of 16 lanes (8 blocks per
 // CTA of the cache kernel); 2 CTAs per SM for the persistent kernels.
 // OPT-LABEL: module attributes
-// OPT-SAME: {block = [128, 1, 1], grid = {kind = "items", of = "num_new", per_cta = 8 : i64}, kernel = "scans_cache_w0"
-// OPT-SAME: {block = [128, 1, 1], grid = {ctas_per_sm = 2 : i64, kind = "persistent"}, kernel = "scans_indexer_w0"
+// OPT-SAME: #vortex.launch<kernel = "scans_cache_w0", grid = items, items_of = "num_new", per_cta = 8, threads = 128
+// OPT-SAME: #vortex.launch<kernel = "scans_indexer_w0", grid = persistent, ctas_per_sm = 2, threads = 128
 // OPT: gpu.func @scans_indexer_w0({{.*}}known_block_size = array<i32: 128, 1, 1>
 
 // Score: groups of 8 lanes per block (the plan widens 16-byte lanes to 32

@@ -71,7 +71,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // topk-threads=128: that shape alone, one launch without a choice.
 // T128-LABEL: module attributes
 // T128-NOT: choice
-// T128-SAME: block = [128, 1, 1], grid = {kind = "rows"}, kernel = "centroids_indexer_topk"
+// T128-SAME: kernel = "centroids_indexer_topk", grid = rows, threads = 128,
 // T128-NOT: indexer_topk_t
 // T128-LABEL: gpu.func @centroids_indexer_topk(
 // T128-SAME: known_block_size = array<i32: 128, 1, 1>

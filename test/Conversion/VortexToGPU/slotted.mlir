@@ -9,11 +9,11 @@
 // Slotted fields on the GPU (docs/contract.md, "Slotted fields"): the cache
 // kernel reads slot_of_ptr; the slotted fields' row count comes from the
 // first one's extent; its guard flag is 8.
-// CHECK: cache = {args = ["k", "v", "c", "stage", "stamp", "block_ids", "slot_of_ptr"]
-// CHECK-SAME: kernel = "staged_cache_w0", params = [{kind = "buffer", name = "block_ids"}, {kind = "scalar", name = "num_new"}, {kind = "buffer", name = "c"}, {kind = "buffer", name = "k"}, {kind = "buffer", name = "stage"}, {kind = "buffer", name = "stamp"}, {kind = "buffer", name = "v"}, {kind = "buffer", name = "slot_of_ptr"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}]
+// CHECK: flags = {{{.*}}slot_of_ptr = 8 : i64
+// CHECK-SAME: cache = #vortex.step<args = ["k", "v", "c", "stage", "stamp", "block_ids", "slot_of_ptr"]
+// CHECK-SAME: kernel = "staged_cache_w0", {{[^>]*}}params = [#vortex.launch_param<name = "block_ids", kind = buffer>, #vortex.launch_param<name = "num_new", kind = scalar>, #vortex.launch_param<name = "c", kind = buffer>, #vortex.launch_param<name = "k", kind = buffer>, #vortex.launch_param<name = "stage", kind = buffer>, #vortex.launch_param<name = "stamp", kind = buffer>, #vortex.launch_param<name = "v", kind = buffer>, #vortex.launch_param<name = "slot_of_ptr", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>]
 // CHECK-SAME: reads = ["k", "v", "slot_of_ptr", "block_ids"]
 // CHECK-SAME: writes = ["c", "stage", "stamp", "status"]
-// CHECK-SAME: slot_of_ptr = 8 : i64
 
 // CHECK-LABEL: gpu.func @staged_cache_w0(
 // CHECK-SAME: %[[STAGE:arg4]]: memref<?xf32>

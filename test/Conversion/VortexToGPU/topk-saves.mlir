@@ -39,12 +39,12 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %running: !rs) {
 // The manifest: both kernels take saves_min_rows; the top-k takes the field
 // after it and writes it.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: kernel = "saved_indexer_w0", params = [{{.*}}{kind = "buffer", name = "running"}, {kind = "buffer", name = "scratch0"}, {kind = "buffer", name = "status"}, {kind = "scalar", name = "num_blocks"}, {kind = "scalar", name = "saves_min_rows", value = 8 : i64}]
-// CHECK-SAME: kernel = "saved_indexer_topk", params = [{{.*}}{kind = "scalar", name = "reserved_eos", value = 1 : i64}, {kind = "buffer", name = "running"}, {kind = "scalar", name = "saves_min_rows", value = 8 : i64}]
+// CHECK-SAME: kernel = "saved_indexer_w0", {{[^>]*}}params = [{{.*}}#vortex.launch_param<name = "running", kind = buffer>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>, #vortex.launch_param<name = "num_blocks", kind = scalar>, #vortex.launch_param<name = "saves_min_rows", kind = scalar, value = 8>]
+// CHECK-SAME: kernel = "saved_indexer_topk", {{[^>]*}}params = [{{.*}}#vortex.launch_param<name = "reserved_eos", kind = scalar, value = 1>, #vortex.launch_param<name = "running", kind = buffer>, #vortex.launch_param<name = "saves_min_rows", kind = scalar, value = 8>]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status", "running"]
 // SMR-LABEL: module attributes
-// SMR-SAME: name = "saves_min_rows", value = 20 : i64}]
-// SMR-SAME: name = "saves_min_rows", value = 20 : i64}]
+// SMR-SAME: name = "saves_min_rows", kind = scalar, value = 20>]
+// SMR-SAME: name = "saves_min_rows", kind = scalar, value = 20>]
 
 // The score kernel stores the field only at few rows, and only for an id in
 // range (OK).

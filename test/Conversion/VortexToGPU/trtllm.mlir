@@ -30,21 +30,22 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
   vortex.union (%t0, %l0), (%t1, %l1) into %o : !t, !l into !o
 }
 
+// The tables and counts are i32 scratch (the tensors precede the steps).
+// CHECK: tensors = {
+// CHECK-SAME: scratch{{[0-9]+}} = #vortex.tensor<role = scratch, dtype = i32, shape = ["total", 1, 1]>
+// CHECK-SAME: scratch{{[0-9]+}} = #vortex.tensor<role = scratch, dtype = i32, shape = ["rows", 1, 1]>
 // The launch order and buffers.
-// CHECK: indexer = {args
-// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL0:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT0:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: indexer = #vortex.step<args
+// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", {{[^>]*}}params = [{{[^]]*}}#vortex.launch_param<name = "[[SL0:scratch[0-9]+]]", kind = buffer>, #vortex.launch_param<name = "[[BT0:scratch[0-9]+]]", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>]
 // CHECK-SAME: writes = ["[[SL0]]", "[[BT0]]", "status"]
-// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", params = [{{[^]]*}}{kind = "buffer", name = "[[SL1:scratch[0-9]+]]"}, {kind = "buffer", name = "[[BT1:scratch[0-9]+]]"}, {kind = "buffer", name = "status"}]
+// CHECK-SAME: kernel = "f_indexer_trtllm{{[0-9]+}}", {{[^>]*}}params = [{{[^]]*}}#vortex.launch_param<name = "[[SL1:scratch[0-9]+]]", kind = buffer>, #vortex.launch_param<name = "[[BT1:scratch[0-9]+]]", kind = buffer>, #vortex.launch_param<name = "status", kind = buffer>]
 // CHECK-SAME: kernel = "f_indexer_union{{[0-9]+}}_rows"
 // CHECK-SAME: reads = ["dense_kv_indptr", "dense_kv_indices", "[[BT0]]", "[[SL0]]", "[[BT1]]", "[[SL1]]"]
 // CHECK-SAME: writes = ["[[MERGED:scratch[0-9]+]]", "[[COUNTS:scratch[0-9]+]]", "status"]
 // CHECK-SAME: kernel = "f_indexer_union{{[0-9]+}}_pack"
 // CHECK-SAME: reads = ["dense_kv_indptr", "[[MERGED]]", "[[COUNTS]]"]
 // CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices", "status"]
-// CHECK-SAME: writes = ["sparse_kv_indptr", "sparse_kv_indices"]
-// The tables and counts are i32 scratch.
-// CHECK-SAME: [[BT0]] = {dtype = "i32", role = "scratch", shape = ["total", 1, 1]}
-// CHECK-SAME: [[SL0]] = {dtype = "i32", role = "scratch", shape = ["rows", 1, 1]}
 
 // TopK(k): the budget is fixed (bos + k + eos); unused slots get -1.
 // CHECK-LABEL: gpu.func @f_indexer_trtllm

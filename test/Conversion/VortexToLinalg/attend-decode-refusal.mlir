@@ -27,7 +27,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
   vortex.topk %s into %o : !s into !o
 }
 
-// CHECK: steps = {attend = {args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
-// CHECK-SAME: decode_refusal = "reserved_eos: decode needs reserved_eos >= 1 (the flow has 0): a selection could drop the row's partial last block, which kv_last_len describes as the CSR's last entry"
+// CHECK: steps = {attend = #vortex.step<args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale"]
 // CHECK-SAME: kernel = "_mlir_ciface_no_eos_attend"
+// CHECK-SAME: decode_refusal = "reserved_eos: decode needs reserved_eos >= 1 (the flow has 0): a selection could drop the row's partial last block, which kv_last_len describes as the CSR's last entry"
 // CHECK-LABEL: func.func @no_eos_attend(

@@ -2,10 +2,10 @@
 
 // Slotted fields on the CPU (docs/contract.md, "Slotted fields"): the cache
 // step takes slot_of_ptr last; slotted fields have num_slots rows.
-// CHECK: cache = {args = ["k", "v", "c", "stage", "stamp", "block_ids", "slot_of_ptr"]
-// CHECK-SAME: symbols = {{{.*}}num_slots = "stage"
-// CHECK-SAME: slot_of_ptr = {dtype = "i32", role = "input", shape = ["num_blocks"]}
-// CHECK-SAME: stage = {dtype = "f32", role = "cache", shape = ["num_slots", 1, 8]}
+// CHECK: symbols = {{{.*}}num_slots = "stage"
+// CHECK-SAME: slot_of_ptr = #vortex.tensor<role = input, dtype = i32, shape = ["num_blocks"]>
+// CHECK-SAME: stage = #vortex.tensor<role = cache, dtype = f32, shape = ["num_slots", 1, 8]>
+// CHECK-SAME: cache = #vortex.step<args = ["k", "v", "c", "stage", "stamp", "block_ids", "slot_of_ptr"]
 
 // The indexer step still takes the slotted fields (never read).
 // CHECK-LABEL: func.func @staged_indexer(
