@@ -257,7 +257,7 @@ static ArrayAttr strArray(Builder &b, ArrayRef<std::string> items) {
 }
 
 static DictionaryAttr configAttr(Builder &b, FlowConfigAttr c) {
-  return b.getDictionaryAttr(
+  SmallVector<NamedAttribute> attrs(
       {b.getNamedAttr("block_size", b.getI64IntegerAttr(c.getBlockSize())),
        b.getNamedAttr("page_size", b.getI64IntegerAttr(c.getPageSize())),
        b.getNamedAttr("head_dim", b.getI64IntegerAttr(c.getHeadDim())),
@@ -270,6 +270,14 @@ static DictionaryAttr configAttr(Builder &b, FlowConfigAttr c) {
        b.getNamedAttr("intermediate_dtype",
                       b.getStringAttr(dtypeName(c.getIntermediateDtype()))),
        b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(c.getKvDtype())))});
+  // Only an MLA flow's manifest names the latent's widths.
+  if (c.isMLA()) {
+    attrs.push_back(
+        b.getNamedAttr("kv_lora_rank", b.getI64IntegerAttr(c.getKvLoraRank())));
+    attrs.push_back(
+        b.getNamedAttr("rope_dim", b.getI64IntegerAttr(c.getRopeDim())));
+  }
+  return b.getDictionaryAttr(attrs);
 }
 
 static LaunchAttr launchAttr(Builder &b, const KernelRecord &k) {

@@ -313,6 +313,10 @@ static LogicalResult verifyDeclarations(FlowOp flow,
     if (name == "k" || name == "v")
       return flow.emitOpError("cache field '")
              << name << "' is implicit and must not be declared";
+    // vortex_torch's name of an MLA flow's pool, which is k here.
+    if (name == "latent" && flow.getConfig().isMLA())
+      return flow.emitOpError("cache field 'latent' is the MLA flow's "
+                              "implicit pool 'k' and must not be declared");
     if (isReservedABIName(name))
       return flow.emitOpError("cache field '")
              << name << "' takes the name of a step argument of the "
@@ -478,6 +482,24 @@ static LogicalResult verifyFieldUse(FlowOp flow, ArrayRef<FieldAttr> fields) {
   return success();
 }
 
+/// An MLA flow reads its one pool, the latent, as k; v is the same pool
+/// seen as the values (its first kv_lora_rank channels), which only the
+/// attention step reads.
+static LogicalResult verifyMLAPool(FlowOp flow) {
+  if (!flow.getConfig().isMLA())
+    return success();
+  for (auto [block, offset] : {std::pair<Block *, unsigned>{
+                                   &flow.getCacheBody(), 1},
+                               {&flow.getIndexerBody(), 3}}) {
+    Value v = block->getArgument(offset);
+    if (!v.use_empty())
+      return (*v.getUsers().begin())->emitOpError("uses 'v' of an MLA flow; "
+                                                  "its one pool is 'k' (the "
+                                                  "latent [kv_c | k_pe])");
+  }
+  return success();
+}
+
 LogicalResult FlowOp::verifyRegions() {
   SmallVector<FieldAttr> fields, params;
   if (failed(verifyDeclarations(*this, fields, params)) ||
@@ -487,5 +509,6 @@ LogicalResult FlowOp::verifyRegions() {
       failed(verifySideOps(*this, getIndexerBody(), Side::Indexer)))
     return failure();
   return failure(failed(verifySelection(*this)) ||
-                 failed(verifyFieldUse(*this, fields)));
+                 failed(verifyFieldUse(*this, fields)) ||
+                 failed(verifyMLAPool(*this)));
 }

@@ -98,7 +98,8 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        int64_t blockSize, int64_t pageSize, int64_t headDim,
                        int64_t groupSize, int64_t topkVal, FloatAttr topkRatio,
                        int64_t reservedBos, int64_t reservedEos,
-                       Type intermediateDtype, Type kvDtype) {
+                       Type intermediateDtype, Type kvDtype,
+                       int64_t kvLoraRank, int64_t ropeDim) {
   if (blockSize <= 0 || !llvm::isPowerOf2_64(blockSize))
     return emitError() << "block_size must be a positive power of two, got "
                        << blockSize;
@@ -151,6 +152,19 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_dtype must be bf16, f16, f32, f8E4M3FN or "
                           "f8E5M2, got "
                        << kvDtype;
+  // MLA: the latent [kv_c | k_pe] is the head; both widths or neither.
+  if (kvLoraRank != 0 || ropeDim != 0) {
+    if (kvLoraRank <= 0 || ropeDim <= 0)
+      return emitError() << "kv_lora_rank and rope_dim (an MLA flow) must "
+                            "both be positive, got kv_lora_rank = "
+                         << kvLoraRank << ", rope_dim = " << ropeDim;
+    if (kvLoraRank + ropeDim != headDim)
+      return emitError() << "kv_lora_rank + rope_dim (" << kvLoraRank
+                         << " + " << ropeDim
+                         << ") must equal head_dim (the latent's width), got "
+                            "head_dim = "
+                         << headDim;
+  }
   return success();
 }
 

@@ -118,7 +118,8 @@ struct VortexSetConfigPass
                          : c.getTopkRatio(),
           reservedBos >= 0 ? reservedBos : c.getReservedBos(),
           reservedEos >= 0 ? reservedEos : c.getReservedEos(),
-          c.getIntermediateDtype(), c.getKvDtype());
+          c.getIntermediateDtype(), c.getKvDtype(), c.getKvLoraRank(),
+          c.getRopeDim());
       if (!config)
         return WalkResult::interrupt();
       flow.setConfigAttr(config);

@@ -154,7 +154,6 @@ def _verify(args) -> int:
         raise UsageError(f"FILE {args.file!r}: verify takes a flow module "
                          "(.py); the sweep traces it at each config")
     flow, base, name = _resolve(args)
-    base = FlowConfig.coerce(base, **_overrides(args))
     pick = {k: getattr(args, k) or (sweep.QUICK[k] if args.quick else
                                     getattr(sweep, k.upper()))
             for k in ("groups", "head_dims", "block_sizes", "page_ratios")}
@@ -163,11 +162,13 @@ def _verify(args) -> int:
                          "--page-ratios and --jobs take positive integers")
     init = _init_kwargs(args.init)
     try:   # the constructor takes no config: a failure there fails all
-        api.resolve_flow(flow, init)
+        instance = api.resolve_flow(flow, init)
     except FlowInitError as err:
         if str(err).startswith("Constructor arguments mismatch"):
             raise UsageError(f"--init: {err}") from None
         raise
+    base = FlowConfig.coerce(base if base is not None else
+                             api.default_config(instance), **_overrides(args))
     table, status = sweep.verify(flow, sweep.grid(base, **pick), name=name,
                                  init_kwargs=init, jobs=args.jobs)
     print(table)
@@ -199,8 +200,10 @@ def _run(args) -> int:
                                use_cache=not args.no_cache))
         return 0
     flow, config, name = _resolve(args)
-    config = FlowConfig.coerce(config, **_overrides(args))
     init = _init_kwargs(args.init)
+    if config is None:
+        config = api.default_config(api.resolve_flow(flow, init))
+    config = FlowConfig.coerce(config, **_overrides(args))
     if args.command == "trace":
         text = api.trace(flow, config, name=name, init_kwargs=init,
                          verify=not args.no_verify)

@@ -18,7 +18,8 @@ from .frontend.tracer import Traced, trace_flow
 from .frontend.verify import verify_text
 
 __all__ = ["trace", "trace_flow_ir", "compile", "compile_vflow",
-           "resolve_flow", "trace_shipped", "compile_shipped"]
+           "default_config", "resolve_flow", "trace_shipped",
+           "compile_shipped"]
 
 ConfigLike = Union[FlowConfig, Mapping[str, Any], None]
 
@@ -39,6 +40,14 @@ def resolve_flow(flow: Any, init_kwargs: Optional[Mapping] = None) -> vFlow:
                     f"flow name, got {type(flow).__name__}")
 
 
+def default_config(flow: Any) -> FlowConfig:
+    """The config a flow traces under when none is given: FlowConfig's
+    defaults, or `FlowConfig.mla()` (DeepSeek-V2/V3's latent of 512 + 64)
+    for an MLA flow."""
+    return FlowConfig.mla() if getattr(flow, "_vortex_is_mla", False) \
+        else FlowConfig()
+
+
 def trace_flow_ir(flow: Any, config: ConfigLike = None, *,
                   name: Optional[str] = None, verify: bool = True,
                   init_kwargs: Optional[Mapping] = None,
@@ -46,7 +55,8 @@ def trace_flow_ir(flow: Any, config: ConfigLike = None, *,
     """Like `trace`, returning the Traced record (text and the map from
     locations to ops)."""
     instance = resolve_flow(flow, init_kwargs)
-    cfg = FlowConfig.coerce(config, **overrides)
+    cfg = FlowConfig.coerce(config if config is not None else
+                            default_config(instance), **overrides)
     traced = trace_flow(instance, cfg, name or flow_name(type(instance)))
     if verify:
         verify_text(traced)
@@ -58,7 +68,8 @@ def trace(flow: Any, config: ConfigLike = None, *, name: Optional[str] = None,
           **overrides: Any) -> str:
     """The `vortex.flow` IR of `flow` (a vFlow instance, class or registered
     name) under `config` (a FlowConfig, a dict of its fields or None for
-    the defaults; keyword overrides such as group_size=5 apply on top).
+    the defaults, `FlowConfig.mla()` for an MLA flow; keyword overrides
+    such as group_size=5 apply on top).
 
     The flow's symbol is `name`, else its registered name. Every op carries
     the location of its Python call. With `verify` the text goes through

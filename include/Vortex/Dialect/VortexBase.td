@@ -165,6 +165,22 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     `intermediate_dtype` is the element type of every intermediate and of the
     declared cache fields, `kv_dtype` that of `k` and `v`.
 
+    An MLA flow (vortex_torch `vFlowMLA`) sets `kv_lora_rank` and `rope_dim`,
+    both positive with `kv_lora_rank + rope_dim = head_dim`: its one pool
+    `k` is the latent `[kv_c | k_pe]` (vortex_torch's `cache["latent"]`),
+    `q` the absorbed query `[q_nope_out | q_pe]` of all the query heads
+    (`group_size` of them, one KV head), and `v` is the same pool, whose
+    first `kv_lora_rank` channels are the values (docs/design.md, "MLA
+    flows"). Both are 0, and not printed, for any other flow.
+
+    ```mlir
+    #vortex.config<block_size = 32, page_size = 32, head_dim = 576,
+                   group_size = 16, topk_val = 29, topk_ratio = 0.0 : f64,
+                   reserved_bos = 1, reserved_eos = 2,
+                   intermediate_dtype = bf16, kv_dtype = bf16,
+                   kv_lora_rank = 512, rope_dim = 64>
+    ```
+
     ```mlir
     #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
                    group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02 : f64,
@@ -182,7 +198,9 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     "int64_t":$reserved_bos,
     "int64_t":$reserved_eos,
     "::mlir::Type":$intermediate_dtype,
-    "::mlir::Type":$kv_dtype);
+    "::mlir::Type":$kv_dtype,
+    DefaultValuedParameter<"int64_t", "0", "MLA latent rank">:$kv_lora_rank,
+    DefaultValuedParameter<"int64_t", "0", "MLA RoPE width">:$rope_dim);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -191,6 +209,9 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     int64_t getMinBudget() const {
       return getTopkVal() + getReservedBos() + getReservedEos();
     }
+    /// An MLA flow: one latent pool, values in its first kv_lora_rank
+    /// channels.
+    bool isMLA() const { return getKvLoraRank() != 0; }
   }];
 }
 

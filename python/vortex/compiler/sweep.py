@@ -8,7 +8,8 @@ The grid: every group size of `groups` with every head dim of `head_dims`
 (at the base config's block and page size), then every block size of
 `block_sizes` at every page/block ratio of `page_ratios` whose page holds
 at most `MAX_PAGE_SIZE` tokens (at the base group size and head dim), as
-vortex_torch's sweep. `QUICK` is a smaller grid that keeps each axis's
+vortex_torch's sweep; an MLA flow keeps its latent's width as the only
+head dim (vortex_torch's `mla_dims`). `QUICK` is a smaller grid that keeps each axis's
 edges (odd G and D, the smallest and largest blocks). Each config ends as
 - `ok`: verified, and both back ends lower it;
 - `refused`: the flow's constructor, the tracer or the verifier refuses it,
@@ -62,6 +63,8 @@ def grid(base: FlowConfig, groups: Sequence[int] = GROUPS,
          ) -> List[Tuple[str, FlowConfig]]:
     """(label, config) of every point of the sweep."""
     out = []
+    # An MLA flow's D is its latent's (kv_lora_rank + rope_dim), not swept.
+    head_dims = (base.head_dim,) if base.is_mla else head_dims
     for g in groups:
         for d in head_dims:
             out.append((f"G {g}, D {d}, block {base.block_size}, page "

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from ..abs.parameter import Parameter
 from ..frontend.config import ELEMENT_BYTES, resolve_dtype
-from ..frontend.errors import UnsupportedOpError, format_message
-from ..frontend.source import definition_site
 
-__all__ = ["vFlow", "vFlowMLA", "flow_name"]
+__all__ = ["vFlow", "vFlowMLA", "declare_cache", "flow_name", "mla_dims"]
 
 
 def flow_name(cls: type) -> str:
@@ -111,17 +109,92 @@ class vFlow(ABC):
                                     ELEMENT_BYTES[self.kv_cache_dtype])
 
 
-class vFlowMLA(vFlow):
-    """vortex_torch's MLA flow base (one latent field). Flows may subclass
-    it, but vortex cannot trace them: building one raises."""
+def _knob(config: Any, name: str) -> Any:
+    """A knob of a FlowConfig, a manifest's config dict or eager's config
+    (None when absent)."""
+    if isinstance(config, Mapping):
+        return config.get(name)
+    return getattr(config, name, None)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        site = definition_site(type(self))
-        name = flow_name(type(self))
-        raise UnsupportedOpError(
-            format_message(site, name, "vFlowMLA",
-                           "MLA flows (latent KV, absorbed queries) are not "
-                           "supported by the vortex dialect"),
-            flow=name, op="vFlowMLA",
-            filename=site.filename if site else None,
-            lineno=site.lineno if site else None)
+
+class vFlowMLA(vFlow):
+    """vortex_torch's MLA flow base (`flow/flow_mla.py`): DeepSeek-V2/V3
+    style latent attention.
+
+    The one cache pool is `cache["latent"]` `[S, block_size, kv_lora_rank +
+    qk_rope_head_dim]`, laid out `[kv_c | k_pe]`, auto-declared (in the IR
+    it is the flow's `k`). `forward_indexer` gets the absorbed query
+    `q = [q_nope_out | q_pe]` `[B, H, kv_lora_rank + qk_rope_head_dim]` of
+    all H query heads, so `<q, latent_t>` is the full decode logit
+    including RoPE. `create_cache(block_size, kv_lora_rank,
+    qk_rope_head_dim)` declares the other fields; it must not declare
+    `latent`, `k`, `v`, `kv_c` or `k_pe`. Trace it with a config that sets
+    `kv_lora_rank` and `rope_dim` (`FlowConfig.mla`).
+    """
+
+    #: How the tracer, eager mode and the runtimes know an MLA flow.
+    _vortex_is_mla = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kv_lora_rank = None
+        self.qk_rope_head_dim = None
+        self.latent_dim = None
+
+    @abstractmethod
+    def create_cache(self, block_size: int, kv_lora_rank: int,
+                     qk_rope_head_dim: int) -> Dict[str, Tuple[int, int]]:
+        """Declare the extra cache fields `{name: (r, c)}` (not `latent`)."""
+
+    def initialize(self, block_size: int, kv_lora_rank: int,
+                   qk_rope_head_dim: int, kv_cache_dtype: Any,
+                   q_data_type: Any, intermediate_dtype: Any = "bf16") -> None:
+        """vortex_torch's `vFlowMLA.initialize`: `cache_meta_info` with the
+        latent (KV dtype) and the fields (intermediate dtype), and
+        `token_ratio` relative to one latent block."""
+        self.block_size = block_size
+        self.kv_lora_rank = kv_lora_rank
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.latent_dim = self.head_dim = kv_lora_rank + qk_rope_head_dim
+        self.kv_cache_dtype = resolve_dtype(kv_cache_dtype)
+        self.q_data_type = resolve_dtype(q_data_type)
+        self.intermediate_dtype = resolve_dtype(intermediate_dtype)
+        raw = dict(self.create_cache(block_size, kv_lora_rank,
+                                     qk_rope_head_dim))
+        assert "latent" not in raw, "create_cache must not declare 'latent' key"
+        for key in ("k", "v", "kv_c", "k_pe"):
+            assert key not in raw, ("MLA flows use the single fused 'latent' "
+                                    f"field; create_cache declared {key!r}")
+        raw["latent"] = (block_size, self.latent_dim)
+        total = 0
+        self.cache_meta_info = {}
+        for key, (r, c) in raw.items():
+            dtype = (self.kv_cache_dtype if key == "latent"
+                     else self.intermediate_dtype)
+            total += r * c * ELEMENT_BYTES[dtype]
+            self.cache_meta_info[key] = ((r, c), dtype)
+        self.token_ratio = total / (block_size * self.latent_dim *
+                                    ELEMENT_BYTES[self.kv_cache_dtype])
+
+
+def mla_dims(flow: Any, config: Any) -> Tuple[int, int]:
+    """(kv_lora_rank, rope_dim) of `config` for the MLA flow `flow`; a
+    ValueError naming `config` when it has none."""
+    rank, rope = _knob(config, "kv_lora_rank"), _knob(config, "rope_dim")
+    if not rank or not rope:
+        raise ValueError(
+            f"config: {type(flow).__name__} is an MLA flow (vFlowMLA); its "
+            f"config must set kv_lora_rank and rope_dim (e.g. "
+            f"vortex.FlowConfig.mla(512, 64, group_size=16)), got "
+            f"kv_lora_rank = {rank}, rope_dim = {rope}")
+    return int(rank), int(rope)
+
+
+def declare_cache(flow: Any, config: Any) -> Dict[str, Tuple[int, int]]:
+    """`flow.create_cache` called with the arguments of its kind: (block
+    size, kv_lora_rank, rope_dim) for an MLA flow, (block size, head dim)
+    otherwise; `config` is a FlowConfig or a config dict."""
+    block = int(_knob(config, "block_size"))
+    if getattr(flow, "_vortex_is_mla", False):
+        return dict(flow.create_cache(block, *mla_dims(flow, config)))
+    return dict(flow.create_cache(block, int(_knob(config, "head_dim"))))

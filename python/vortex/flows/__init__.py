@@ -4,7 +4,10 @@ registers them.
 
 `SHIPPED` maps each file of examples/ to the registered flow, the config
 the example is written for and its symbol: the 13 flows, plus
-gqa_quest_sparse_attention at group size 5 (a config, not another flow).
+gqa_quest_sparse_attention at group size 5 (a config, not another flow),
+and vortex_torch's 4 MLA flows (`vFlowMLA`, `algorithms_mla.py`) at
+GLM-4.7-Flash's shape: 20 query heads over one latent of 512 + 64,
+blocks of 32 (`MLA`).
 `learned_query` is registered too (a flow with a PARAMETER weight), but it
 is not a vortex_torch flow and has no example.
 
@@ -27,8 +30,11 @@ from . import (  # noqa: F401
     lserve_centroid_sparse_attention, lserve_sparse_attention,
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
+from . import (  # noqa: F401
+    lserve_centroid_mla, rope_aware_block_sparse_mla,
+    rope_unaware_block_sparse_mla, rope_unaware_lserve_centroid_mla)
 
-__all__ = ["SHIPPED", "ShippedFlow"]
+__all__ = ["MLA", "SHIPPED", "ShippedFlow"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class ShippedFlow:
 _DEFAULT = FlowConfig()
 _TOKEN = FlowConfig(block_size=1, page_size=1)
 _LSERVE = FlowConfig(block_size=64, page_size=64)
+_GLM = FlowConfig.mla(512, 64, group_size=20, block_size=32, page_size=32)
 
 SHIPPED: Dict[str, ShippedFlow] = {
     name: ShippedFlow(flow, cfg, name) for name, flow, cfg in [
@@ -66,6 +73,15 @@ SHIPPED: Dict[str, ShippedFlow] = {
          _DEFAULT),
         ("running_avg_block_sparse", "running_avg_block_sparse", _DEFAULT),
         ("venergy_gated_centroid", "venergy_gated_centroid", _DEFAULT),
+        ("rope_aware_block_sparse_mla", "rope_aware_block_sparse_mla", _GLM),
+        ("lserve_centroid_mla", "lserve_centroid_mla", _GLM),
+        ("rope_unaware_block_sparse_mla", "rope_unaware_block_sparse_mla",
+         _GLM),
+        ("rope_unaware_lserve_centroid_mla",
+         "rope_unaware_lserve_centroid_mla", _GLM),
     ]
 }
+
+#: The MLA examples (vFlowMLA: one latent pool, absorbed queries).
+MLA = [n for n, s in SHIPPED.items() if s.config.is_mla]
 

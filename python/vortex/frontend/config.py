@@ -95,11 +95,27 @@ class FlowConfig:
     # token-major; docs/contract.md "Multi-token queries"). Like q_dtype,
     # not part of #vortex.config: q's type carries it.
     query_tokens: int = 1
+    # An MLA flow (vFlowMLA): the latent's widths, head_dim = kv_lora_rank +
+    # rope_dim; 0 and 0 for any other flow. `FlowConfig.mla` sets all three.
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
 
     def __post_init__(self) -> None:
         for f in ("block_size", "page_size", "head_dim", "group_size",
-                  "topk_val", "reserved_bos", "reserved_eos"):
+                  "topk_val", "reserved_bos", "reserved_eos",
+                  "kv_lora_rank", "rope_dim"):
             object.__setattr__(self, f, _int(f, getattr(self, f)))
+        if self.kv_lora_rank or self.rope_dim:
+            if self.kv_lora_rank <= 0 or self.rope_dim <= 0:
+                raise ValueError(
+                    f"FlowConfig.kv_lora_rank and rope_dim (an MLA flow) must "
+                    f"both be positive, got {self.kv_lora_rank} and "
+                    f"{self.rope_dim}")
+            if self.kv_lora_rank + self.rope_dim != self.head_dim:
+                raise ValueError(
+                    f"FlowConfig.head_dim must be kv_lora_rank + rope_dim "
+                    f"({self.kv_lora_rank} + {self.rope_dim}) for an MLA "
+                    f"flow, got {self.head_dim}")
         tokens = self.query_tokens
         if isinstance(tokens, bool) or not isinstance(tokens, int) or \
                 not 1 <= tokens <= 64:
@@ -116,6 +132,22 @@ class FlowConfig:
         object.__setattr__(self, "kv_dtype", resolve_dtype(self.kv_dtype))
         if self.q_dtype is not None:
             object.__setattr__(self, "q_dtype", resolve_dtype(self.q_dtype))
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank != 0
+
+    @classmethod
+    def mla(cls, kv_lora_rank: int = 512, qk_rope_head_dim: int = 64,
+            **knobs: Any) -> "FlowConfig":
+        """A config for an MLA flow (vFlowMLA): head_dim is the latent's
+        width kv_lora_rank + qk_rope_head_dim (DeepSeek-V2/V3 and
+        GLM-4.7-Flash: 512 + 64) and group_size the number of query heads
+        (one latent KV head); the other knobs by keyword."""
+        return cls(head_dim=_int("kv_lora_rank", kv_lora_rank) +
+                   _int("rope_dim", qk_rope_head_dim),
+                   kv_lora_rank=kv_lora_rank, rope_dim=qk_rope_head_dim,
+                   **knobs)
 
     @property
     def query_dtype(self) -> str:
@@ -173,4 +205,7 @@ class FlowConfig:
                 f"reserved_bos = {self.reserved_bos}, "
                 f"reserved_eos = {self.reserved_eos}, "
                 f"intermediate_dtype = {self.intermediate_dtype}, "
-                f"kv_dtype = {self.kv_dtype}>")
+                f"kv_dtype = {self.kv_dtype}"
+                + (f", kv_lora_rank = {self.kv_lora_rank}, "
+                   f"rope_dim = {self.rope_dim}" if self.is_mla else "")
+                + ">")

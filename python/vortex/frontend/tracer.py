@@ -161,11 +161,13 @@ class TraceContext(ContextBase):
         self._raise(cls, message, site, self.op_title(op), type(op).__name__)
 
     def missing_field(self, key: Any, known: List[str]):
+        pools = _pool_names(self.flow)
+        implicit = " and ".join(repr(p) for p in pools)
         self._raise(MissingFieldError,
                     f"cache[{key!r}] is not a cache field: create_cache "
-                    f"declares {[k for k in known if k not in ('k', 'v')]} "
-                    "('k' and 'v' are implicit)", user_site(),
-                    f"forward_{self.side}")
+                    f"declares {[k for k in known if k not in pools]} "
+                    f"({implicit} {'are' if len(pools) > 1 else 'is'} "
+                    "implicit)", user_site(), f"forward_{self.side}")
 
     def torch_code_error(self, tensor: vTensor, what: str):
         method = what.rsplit(".", 1)[-1]
@@ -329,19 +331,29 @@ def _declare_fields(flow: Any, ctx: TraceContext) -> List[Tuple[str, int, int]]:
     if fn is not None and hasattr(fn, "__code__"):
         site = Site(fn.__code__.co_filename, fn.__code__.co_firstlineno, 1,
                     "create_cache")
+    mla = _is_mla(flow)
+    if mla != cfg.is_mla:
+        ctx._raise(FlowTraceError, (
+            f"config: {type(flow).__name__} is an MLA flow (vFlowMLA); trace "
+            f"it with a config that sets kv_lora_rank and rope_dim (e.g. "
+            f"vortex.FlowConfig.mla(512, 64, group_size=16))") if mla else (
+            f"config: kv_lora_rank and rope_dim are for an MLA flow "
+            f"(vFlowMLA); {type(flow).__name__} is not one"),
+            site, "create_cache", "create_cache")
+    dims = ((cfg.kv_lora_rank, cfg.rope_dim) if mla else (cfg.head_dim,))
     try:
-        flow.initialize(cfg.block_size, cfg.head_dim, cfg.kv_dtype,
+        flow.initialize(cfg.block_size, *dims, cfg.kv_dtype,
                         cfg.query_dtype, cfg.intermediate_dtype)
         meta = getattr(flow, "cache_meta_info", None)
         if not isinstance(meta, dict):   # an initialize() that skips it
-            meta = dict(flow.create_cache(cfg.block_size, cfg.head_dim))
+            meta = dict(flow.create_cache(cfg.block_size, *dims))
     except (AssertionError, TypeError, ValueError) as err:
         ctx._raise(FlowTraceError, f"create_cache / initialize failed: "
                    f"{type(err).__name__}: {err}", site, "create_cache",
                    "create_cache")
     fields = []
     for name, entry in meta.items():
-        if name in ("k", "v"):
+        if name in _pool_names(flow):
             continue
         shape = entry[0] if isinstance(entry, tuple) and len(entry) == 2 \
             and isinstance(entry[0], tuple) else entry
@@ -355,6 +367,17 @@ def _declare_fields(flow: Any, ctx: TraceContext) -> List[Tuple[str, int, int]]:
                        f"{shape!r}", site, "create_cache", "create_cache")
         fields.append((name, shape[0], shape[1]))
     return fields
+
+
+def _is_mla(flow: Any) -> bool:
+    return bool(getattr(flow, "_vortex_is_mla", False))
+
+
+def _pool_names(flow: Any) -> Tuple[str, ...]:
+    """The implicit pools as the flow's `cache` names them: an MLA flow's
+    one latent (the IR's k; v is the same pool and not a flow value), or k
+    and v."""
+    return ("latent",) if _is_mla(flow) else ("k", "v")
 
 
 def _region(ctx: TraceContext, side: str, args: List[vTensor],
@@ -400,12 +423,15 @@ def _inputs(ctx: TraceContext, fields, side: str,
                                     cfg.head_dim,
                                     FORMAT.BATCHED, cfg.query_dtype, "q"))
         args.append(ctx.input_value("o", 1, 1, FORMAT.RAGGED, "i32", "o"))
-    for n, r, c, dtype in [("k", cfg.block_size, cfg.head_dim, cfg.kv_dtype),
-                           ("v", cfg.block_size, cfg.head_dim, cfg.kv_dtype)
-                           ] + [f + (cfg.intermediate_dtype,)
-                                for f in fields]:
+    # An MLA flow's latent is the IR's k.
+    pools = ["latent", "v"] if cfg.is_mla else ["k", "v"]
+    for (n, r, c, dtype), label in zip(
+            [("k", cfg.block_size, cfg.head_dim, cfg.kv_dtype),
+             ("v", cfg.block_size, cfg.head_dim, cfg.kv_dtype)] +
+            [f + (cfg.intermediate_dtype,) for f in fields],
+            pools + [f[0] for f in fields]):
         args.append(ctx.input_value(n, r, c, FORMAT.PAGED, dtype,
-                                    f"cache[{n!r}]"))
+                                    f"cache[{label!r}]"))
     for n, p in params:
         r, c = p.rows_cols
         t = ctx.input_value(n, r, c, FORMAT.PARAMETER,
@@ -420,14 +446,20 @@ def _trace(flow: Any, ctx: TraceContext) -> Traced:
     fields = _declare_fields(flow, ctx)
     params = list(flow.parameters().items()) if hasattr(
         flow, "parameters") else []
-    names = ["k", "v"] + [n for n, _, _ in fields]
+    # The cache dict names the pools as the flow does; an MLA flow's v is
+    # not a flow value, so its cache has the latent (k) and the fields.
+    names = list(_pool_names(flow)) + [n for n, _, _ in fields]
+
+    def view(args):
+        return args[:1] + args[2:] if cfg.is_mla else args
+
     cache_args = _inputs(ctx, fields, "cache", params)
-    cache = _CacheDict(ctx, zip(names, cache_args))
+    cache = _CacheDict(ctx, zip(names, view(cache_args)))
     cache_text = _region(ctx, "cache", cache_args,
                          lambda: flow.forward_cache(cache, _Loc(), ctx))
     indexer_args = _inputs(ctx, fields, "indexer", params)
     q, o = indexer_args[:2]
-    icache = _CacheDict(ctx, zip(names, indexer_args[2:]))
+    icache = _CacheDict(ctx, zip(names, view(indexer_args[2:])))
     indexer_text = _region(ctx, "indexer", indexer_args,
                            lambda: flow.forward_indexer(q, o, icache, ctx))
     decl = ", ".join(f"{_field_key(n)} = [{r}, {c}]" for n, r, c in fields)

@@ -209,6 +209,14 @@ class CompiledFlow:
         if not isinstance(cache, Mapping):
             raise ValueError("cache: expected a dict name -> numpy array "
                              f"with keys {names}")
+        if self.manifest.is_mla and "latent" in cache:
+            # vortex_torch's name of an MLA flow's one pool: it is k, and
+            # v is the same array (docs/design.md, "MLA flows").
+            if "k" in cache or "v" in cache:
+                raise ValueError("cache: an MLA flow takes its pool as "
+                                 "'latent' or as 'k' and 'v', not both")
+            cache = dict(cache)
+            cache["k"] = cache["v"] = cache.pop("latent")
         extra = [n for n in cache if n not in names]
         if extra:
             raise ValueError(f"cache: unknown keys {extra} (expected {names})")
@@ -333,7 +341,8 @@ class CompiledFlow:
                dense_kv_indices, kv_last_len,
                sm_scale: Optional[float] = None):
         """The indexer, then attend over the sparse CSR it wrote. Returns
-        (o, lse, sparse_kv_indptr, sparse_kv_indices). Refused before
+        (o, lse, sparse_kv_indptr, sparse_kv_indices); an MLA flow's o has
+        the latent's first kv_lora_rank channels (its values). Refused before
         anything runs for a flow whose selection may drop the row's last
         tokens (the manifest's `decode_refusal`, naming reserved_eos or q)."""
         check_decode_manifest(self.manifest)
@@ -349,6 +358,8 @@ class CompiledFlow:
         sp_indptr, sp_indices = self.indexer(qa, cache, indptr, indices)
         o, lse = self.attend(qa, cache, sp_indptr, sp_indices, last,
                              sm_scale=sm_scale)
+        if self.manifest.is_mla:    # the values: the latent's kv_c channels
+            o = np.ascontiguousarray(o[..., :self.manifest.kv_lora_rank])
         return o, lse, sp_indptr, sp_indices
 
 

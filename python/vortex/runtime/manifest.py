@@ -299,6 +299,14 @@ class Manifest:
             _bounded(where, f"config {key}", self.config[key], 1, INT32_MAX)
         for key in ("topk_val", "reserved_bos", "reserved_eos"):
             _bounded(where, f"config {key}", self.config[key], 0, INT32_MAX)
+        if "kv_lora_rank" in self.config or "rope_dim" in self.config:
+            for key in ("kv_lora_rank", "rope_dim"):
+                _bounded(where, f"config {key}", self.config.get(key), 1,
+                         INT32_MAX)
+            if (self.config["kv_lora_rank"] + self.config["rope_dim"]
+                    != self.config["head_dim"]):
+                raise _fail(where, "config kv_lora_rank + rope_dim is not "
+                            "head_dim (an MLA flow's latent width)")
         ratio = self.config["topk_ratio"]
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
                 or not 0.0 <= float(ratio) <= 1.0:
@@ -565,6 +573,15 @@ class Manifest:
             if t.role == "cache" and n not in ("k", "v"):
                 out.append((n, t.shape[1].const, t.shape[2].const))
         return out
+
+    @property
+    def is_mla(self) -> bool:
+        """An MLA flow: k is the latent [kv_c | k_pe], v the same pool."""
+        return bool(self.config.get("kv_lora_rank"))
+
+    @property
+    def kv_lora_rank(self) -> int:
+        return int(self.config.get("kv_lora_rank", 0))
 
     def cache_names(self) -> List[str]:
         """k, v and the fields, in ABI order."""

@@ -404,6 +404,20 @@ class Flow:
             out[n] = t.fill_(fill) if fill is not None else t.zero_()
         return out
 
+    def _pools(self, cache):
+        """An MLA flow's cache may name its pool as vortex_torch does,
+        `latent`: it is k, and v is the same tensor (docs/design.md, "MLA
+        flows")."""
+        if not (self.manifest.is_mla and isinstance(cache, Mapping)
+                and "latent" in cache):
+            return cache
+        if "k" in cache or "v" in cache:
+            raise ValueError("cache: an MLA flow takes its pool as 'latent' "
+                             "or as 'k' and 'v', not both")
+        named = dict(cache)
+        named["k"] = named["v"] = named.pop("latent")
+        return named
+
     def _check_cache(self, cache) -> None:
         if not isinstance(cache, Mapping):
             raise ValueError(f"cache: expected a dict of tensors with keys "
@@ -487,6 +501,7 @@ class Flow:
         longer; its first `total` entries are the op's) and returns them;
         when not given they are allocated (zeroed). Saved fields update in
         place."""
+        cache = self._pools(cache)
         if sparse_kv_indptr is None or sparse_kv_indices is None:
             # Zeroed: the entries past the selection are then defined (eager
             # and compiled calls agree bit for bit).
@@ -550,6 +565,7 @@ class Flow:
         `num_kv_heads`. A flow with slotted fields also takes `slot_of_ptr`
         (int32, the slot of every pool block; a block whose slot is < 0
         writes nothing: docs/contract.md, "Slotted fields")."""
+        cache = self._pools(cache)
         if (block_ids is None) == (loc is None):
             raise ValueError("cache_step: pass exactly one of block_ids and "
                              "loc")
@@ -615,6 +631,7 @@ class Flow:
         tokens. Writes o (q's dtype) and lse (`[rows, T x G]`, f32, natural
         log) and returns them; allocated when not given. `sm_scale`
         defaults to 1/sqrt(D)."""
+        cache = self._pools(cache)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
@@ -642,7 +659,9 @@ class Flow:
         the causal mask relies on (the manifest's `decode_refusal`, naming
         reserved_eos or q) and for bad input (every argument
         is checked before the indexer runs). Returns (o, lse,
-        sparse_kv_indptr, sparse_kv_indices)."""
+        sparse_kv_indptr, sparse_kv_indices); an MLA flow's o is the view of
+        the latent's first kv_lora_rank channels (its values)."""
+        cache = self._pools(cache)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
@@ -673,6 +692,8 @@ class Flow:
                          sparse_kv_indices=sparse_kv_indices,
                          kv_last_len=kv_last_len, o=o, lse=lse,
                          sm_scale=sm_scale))
+        if self.manifest.is_mla:     # the values: the latent's kv_c channels
+            o = o[..., :self.manifest.kv_lora_rank]
         return o, lse, sparse_kv_indptr, sparse_kv_indices
 
 

@@ -37,6 +37,7 @@ from ..abs.tensor import FORMAT
 from ..runtime.attention import check_decode
 from ..environment import import_torch
 from ..flow import registry
+from ..flow.flow import declare_cache, mla_dims
 from ..frontend.oplib import CacheBinary, CacheUnary
 from ..runtime.manifest import budget_rule
 
@@ -414,12 +415,28 @@ def _config(flow_config) -> tr.Config:
         "reserved_bos", "reserved_eos")})
 
 
-def _values(cache: Mapping[str, torch.Tensor], flow,
-            cfg: tr.Config) -> Dict[str, Any]:
+def _values(cache: Mapping[str, torch.Tensor], flow, cfg: tr.Config,
+            config) -> Dict[str, Any]:
     # create_cache runs first, as vortex_torch's initialize does: flows set
-    # shape-dependent op attributes there (a softmax scale of head_dim).
-    flow.create_cache(cfg.block_size, cfg.head_dim)
+    # shape-dependent op attributes there (a softmax scale of head_dim). An
+    # MLA flow's cache holds its latent under vortex_torch's name.
+    if getattr(flow, "_vortex_is_mla", False):
+        declare_cache(flow, config)
+        cache = _mla_names(cache)
+    else:
+        flow.create_cache(cfg.block_size, cfg.head_dim)
     return {n: EagerTensor(t, FORMAT.PAGED, n) for n, t in cache.items()}
+
+
+def _mla_names(cache: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    """An MLA flow's cache as the flow names it: the latent, the fields. A
+    compiled flow's naming (the latent as k, v the same pool) is accepted
+    too, so one cache serves both."""
+    if "latent" in cache or "k" not in cache:
+        return dict(cache)
+    named = {n: t for n, t in cache.items() if n not in ("k", "v")}
+    named["latent"] = cache["k"]
+    return named
 
 
 def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
@@ -437,7 +454,7 @@ def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
     ctx = EagerContext(cfg, layout=L)
     o = _Selection()
     flow.forward_indexer(EagerTensor(q, FORMAT.BATCHED, "q"), o,
-                         _values(cache, flow, cfg), ctx)
+                         _values(cache, flow, cfg, config), ctx)
     for field, value in ctx.saves:
         tr._save(field, value, L)
     if o.sparse_indptr is None:
@@ -455,7 +472,7 @@ def cache_step(flow, cache: Dict[str, torch.Tensor], block_ids: torch.Tensor,
     ids = block_ids.to(torch.int64)
     ids = ids[ids >= 0]
     ctx = EagerContext(cfg, block_ids=ids)
-    flow.forward_cache(_values(cache, flow, cfg), None, ctx)
+    flow.forward_cache(_values(cache, flow, cfg, config), None, ctx)
 
 
 # ---------------------------------------------------------------------------
@@ -514,12 +531,22 @@ def decode(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
            kv_last_len: torch.Tensor, config,
            sm_scale: Optional[float] = None):
     """The indexer of `flow`, then `attend` over its selection. Returns
-    (o, lse, score, sparse_kv_indptr, sparse_kv_indices)."""
+    (o, lse, score, sparse_kv_indptr, sparse_kv_indices); an MLA flow's o
+    holds the first kv_lora_rank channels (the values of its latent)."""
     cfg = _config(config)
     check_decode({"reserved_eos": cfg.eos, "block_size": cfg.block_size},
                  q.shape[1] // cfg.group_size)
     score, sp_indptr, sp_indices = indexer(flow, q, cache, dense_kv_indptr,
                                            dense_kv_indices, config)
+    if getattr(flow, "_vortex_is_mla", False):
+        # MLA: scores over the whole latent, values its first kv_lora_rank
+        # channels; attending with v = the latent and keeping those
+        # channels of o is exactly that (docs/design.md, "MLA flows").
+        rank, _ = mla_dims(flow, config)
+        latent = _mla_names(cache)["latent"]
+        o, lse = attend(q, latent, latent, sp_indptr,
+                        sp_indices, kv_last_len, cfg.group_size, sm_scale)
+        return o[..., :rank], lse, score, sp_indptr, sp_indices
     o, lse = attend(q, cache["k"], cache["v"], sp_indptr, sp_indices,
                     kv_last_len, cfg.group_size, sm_scale)
     return o, lse, score, sp_indptr, sp_indices
@@ -542,8 +569,7 @@ def flow_for(name: str, config: Mapping[str, Any]):
         raise KeyError(f"no registered flow for {name!r} (known: "
                        f"{sorted(known)})")
     flow = registry.get(best)()
-    fields = flow.create_cache(int(config["block_size"]),
-                               int(config["head_dim"]))
+    fields = declare_cache(flow, config)
     return flow, {f: tuple(rc) for f, rc in fields.items()}
 
 

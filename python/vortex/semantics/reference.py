@@ -48,6 +48,7 @@ class Config:
     topk_ratio: float
     bos: int
     eos: int
+    kv_lora_rank: int = 0        # an MLA flow's latent channels (else 0)
 
     @staticmethod
     def from_dict(cfg: Mapping[str, object]) -> "Config":
@@ -57,7 +58,8 @@ class Config:
                       topk_val=int(cfg["topk_val"]),
                       topk_ratio=float(cfg["topk_ratio"]),
                       bos=int(cfg["reserved_bos"]),
-                      eos=int(cfg["reserved_eos"]))
+                      eos=int(cfg["reserved_eos"]),
+                      kv_lora_rank=int(cfg.get("kv_lora_rank", 0)))
 
     def budget(self, n: int) -> int:
         return max(self.topk_val + self.bos + self.eos,
@@ -629,6 +631,37 @@ def _gqa_h2o_token(c):
     return score
 
 
+# 15-18. The MLA flows: k is the latent [kv_c | k_pe] (kv_lora_rank latent
+# channels, then the RoPE ones) and q the absorbed query [q_nope_out |
+# q_pe], so a token's decode logit is <q_nope_out, kv_c> + <q_pe, k_pe>.
+# The scores are written as those two terms, apart; the rope-unaware
+# flows keep only the first.
+MLA_SUB_BLOCK = 16
+
+
+def _mla_centroids(k, v, cfg):
+    return {"centroids": k.mean(axis=1, keepdims=True)}
+
+
+def _mla_sub_centroids(k, v, cfg):
+    m, bs, d = k.shape
+    return {"centroids": k.reshape(m, bs // MLA_SUB_BLOCK, MLA_SUB_BLOCK,
+                                   d).mean(axis=2)}
+
+
+def _mla_score(rope: bool):
+    def score(c):
+        r = c.cfg.kv_lora_rank
+        assert r > 0, "an MLA flow's config names kv_lora_rank"
+        qm = c.rows(c.q.mean(axis=1, keepdims=True))[:, 0, :]    # [S, d]
+        cent = c.field("centroids")                              # [S, n, d]
+        s = np.einsum("snd,sd->sn", cent[..., :r], qm[:, :r])
+        if rope:
+            s = s + np.einsum("snd,sd->sn", cent[..., r:], qm[:, r:])
+        return s.max(axis=1).reshape(-1, 1, 1)     # the best sub-block
+    return score
+
+
 FLOWS: Dict[str, FlowRef] = {
     "block_sparse_attention": FlowRef(["centroids"], _centroids, _bsa),
     "gqa_block_sparse_attention": FlowRef(["centroids"], _centroids, _gqa_block),
@@ -653,6 +686,14 @@ FLOWS: Dict[str, FlowRef] = {
     "h2o_token_sparse_attention": FlowRef(["hh_score"], _hh_cache, _h2o_token),
     "gqa_h2o_token_sparse_attention": FlowRef(["hh_score"], _hh_cache,
                                               _gqa_h2o_token),
+    "rope_aware_block_sparse_mla": FlowRef(["centroids"], _mla_centroids,
+                                           _mla_score(True)),
+    "rope_unaware_block_sparse_mla": FlowRef(["centroids"], _mla_centroids,
+                                             _mla_score(False)),
+    "lserve_centroid_mla": FlowRef(["centroids"], _mla_sub_centroids,
+                                   _mla_score(True)),
+    "rope_unaware_lserve_centroid_mla": FlowRef(
+        ["centroids"], _mla_sub_centroids, _mla_score(False)),
 }
 
 

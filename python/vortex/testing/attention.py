@@ -41,12 +41,14 @@ def make_case(rng, blocks_per_row, block_size, head_dim, heads,
 
 
 def check(o, lse, q, k, v, indptr, indices, last, group_size, sm_scale=None,
-          what=""):
-    """o and lse (numpy or torch) against the float64 reference."""
+          what="", values=None):
+    """o and lse (numpy or torch) against the float64 reference; with
+    `values`, o holds only v's first `values` channels (an MLA flow)."""
     o = np.asarray(getattr(o, "numpy", lambda: o)())
     lse = np.asarray(getattr(lse, "numpy", lambda: lse)())
     o_ref, lse_ref = reference_attend(q, k, v, indptr, indices, last,
                                       group_size, sm_scale)
+    o_ref = o_ref[..., :values]
     assert np.isfinite(o).all(), (what, "non-finite o")
     np.testing.assert_allclose(o, o_ref, rtol=RTOL, atol=ATOL, err_msg=what)
     none = np.isneginf(lse_ref)
@@ -83,7 +85,12 @@ def check_shipped_decode(names):
                        for p in flow.param_names})
         blocks = [0, 1, 5, 40, 70]
         q, k, v, indptr, ids, last = make_case(rng, blocks, block, dim, heads)
+        mla = flow.manifest.is_mla
+        if mla:     # one pool: v is the latent, o its kv_c channels
+            v = k
         cache = flow.allocate_cache(k.shape[0])
+        if mla:
+            cache["v"] = cache["k"]
         cache["k"].copy_(torch.from_numpy(np.nan_to_num(k, nan=0.0)))
         cache["v"].copy_(torch.from_numpy(np.nan_to_num(v, nan=0.0)))
         full = [int(ids[e]) for r in range(len(blocks))
@@ -96,7 +103,11 @@ def check_shipped_decode(names):
         t = {n: torch.from_numpy(a) for n, a in
              dict(q=q, indptr=indptr, ids=ids, last=last).items()}
         before = {n: x.clone() for n, x in cache.items()}
-        o, lse, sp_ip, sp_ix = flow.decode(t["q"], cache, t["indptr"],
+        pools = dict(cache)
+        if mla:     # as vortex_torch names it
+            pools["latent"] = pools.pop("k")
+            del pools["v"]
+        o, lse, sp_ip, sp_ix = flow.decode(t["q"], pools, t["indptr"],
                                            t["ids"], t["last"])
         after = {n: x.clone() for n, x in cache.items()}
         for n, x in before.items():       # the indexer alone, from the start
@@ -113,5 +124,6 @@ def check_shipped_decode(names):
                 assert sp_ix[sp_ip[r + 1] - 1] == ids[indptr[r + 1] - 1], \
                     (name, r)
         check(o, lse, q, k, v, sp_ip.numpy(), sp_ix.numpy(), last, group,
-              what=name)
+              what=name,
+              values=flow.manifest.kv_lora_rank if mla else None)
         print(f"decode {name}: ok (kept {kept.tolist()} of {blocks})")

@@ -469,8 +469,13 @@ def selftest(device) -> List[str]:
     rng = np.random.default_rng(7)
     for name in npref.FLOWS:
         bs = 64 if "lserve" in name else (1 if "token" in name else 16)
-        conf = dict(block_size=bs, head_dim=128, group_size=5, topk_val=5,
+        D = 128
+        conf = dict(block_size=bs, head_dim=D, group_size=5, topk_val=5,
                     topk_ratio=0.0625, reserved_bos=1, reserved_eos=2)
+        mla = name.endswith("_mla")
+        if mla:     # the latent [kv_c | k_pe] of 512 + 64 channels
+            D = 576
+            conf.update(head_dim=D, kv_lora_rank=512, rope_dim=64)
         cfg = npref.Config.from_dict(conf)
         flow, fields = eager.flow_for(name, conf)
         lengths = [0, 1, 3, 8, 9, 10, 40, 200, 0, 130]
@@ -479,12 +484,15 @@ def selftest(device) -> List[str]:
         perm = rng.permutation(nb)
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         indices = perm[:total]
-        cache_np = {"k": rng.standard_normal((nb, bs, 128)).astype(np.float32),
-                    "v": rng.standard_normal((nb, bs, 128)).astype(np.float32)}
+        cache_np = {"k": rng.standard_normal((nb, bs, D)).astype(np.float32),
+                    "v": rng.standard_normal((nb, bs, D)).astype(np.float32)}
         for f, (r, c) in fields.items():
             cache_np[f] = rng.standard_normal((nb, r, c)).astype(np.float32)
         cache_t = {n: torch.from_numpy(a.copy()).to(device)
                    for n, a in cache_np.items()}
+        if mla:     # eager mode names the pool as the flow does
+            cache_t["latent"] = cache_t.pop("k")
+            del cache_t["v"]
         ref = npref.FLOWS[name]
         ref.cache_step(cache_np, perm[:total + 3], cfg)
         eager.cache_step(flow, cache_t, torch.tensor(
@@ -493,7 +501,7 @@ def selftest(device) -> List[str]:
             if f in ("running_score", "hh_score"):   # make loads non-trivial
                 cache_np[f][:] = rng.standard_normal(cache_np[f].shape)
                 cache_t[f].copy_(torch.from_numpy(cache_np[f]))
-        q = rng.standard_normal((len(lengths), 5, 128)).astype(np.float32)
+        q = rng.standard_normal((len(lengths), 5, D)).astype(np.float32)
         want = ref.indexer(q, cache_np, indptr, indices, cfg)
         s, sp, si = eager.indexer(
             flow, torch.from_numpy(q).to(device), cache_t,

@@ -52,6 +52,8 @@ FLOW_SHARDS: Tuple[Tuple[str, ...], ...] = (
      "lserve_sparse_attention"),
     ("masked_quest_sparse_attention", "running_avg_block_sparse",
      "venergy_gated_centroid"),
+    ("lserve_centroid_mla", "rope_aware_block_sparse_mla",
+     "rope_unaware_block_sparse_mla", "rope_unaware_lserve_centroid_mla"),
 )
 
 # Row lengths in blocks (shipped budget: 32 up to n = 527, then n // 16):

@@ -2,7 +2,8 @@
 #
 # The shipped flows in Python (vortex.flows, written as vortex_torch flow
 # modules) and the tracing API.
-# - Each of the 14 examples/*.mlir (13 flows + gqa_quest at G = 5, a config)
+# - Each of the 18 examples/*.mlir (13 flows + gqa_quest at G = 5, a config,
+#   + the 4 MLA flows)
 #   traced from its Python flow is the same IR as the file: both printed by
 #   vortex-opt's default printer (no locations) and compared as text.
 # - Every traced op carries the location of its Python call: the op lines of

@@ -21,7 +21,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.generation import ContinuousBatchingConfig, GenerationConfig
 
 import vortex
-from vortex.flows import SHIPPED
+from vortex.flows import MLA, SHIPPED
 from vortex.integrations.transformers import PagedVortex
 
 PS, D, HKV = 16, 16, 2
@@ -75,7 +75,7 @@ def compiled(name, G, topk=4096, block=None):
 
 # -- every shipped flow, every block kept: paged|sdpa's tokens and logits ----
 refs = {}
-flows = [n for n in SHIPPED if not n.endswith("_g5")]
+flows = [n for n in SHIPPED if not n.endswith("_g5") and n not in MLA]
 for name in flows:
     for G, share in ((2, True), (5, False)):
         attn = PagedVortex(compiled(name, G), name=f"{name}_{G}")

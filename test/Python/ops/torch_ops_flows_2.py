@@ -1,7 +1,7 @@
 # RUN: %python %s
 # REQUIRES: torch, numpy
 #
-# The shipped flows as torch ops on the CPU impl, shard 2 of 4 (lit runs
+# The shipped flows as torch ops on the CPU impl, shard 2 of 5 (lit runs
 # the shards in parallel; vortex.testing.torch_checks.FLOW_SHARDS lists them and
 # every shard checks that together they cover all of examples/):
 #   h2o_token_sparse_attention, lserve_centroid_sparse_attention,

@@ -55,7 +55,9 @@ for path in sorted(glob.glob(os.path.join(examples, "*.mlir"))):
           m.backend == "cpu" and m.target == "cpu" and
           re.fullmatch(r"[0-9a-f]{64}", m.source_hash) is not None and
           os.path.isfile(m.artifact("library") or "") and
-          m.config["head_dim"] == 128 and
+          (m.config["head_dim"] == 128 if not name.endswith("_mla") else
+           (m.config["head_dim"], m.config["kv_lora_rank"],
+            m.config["rope_dim"]) == (576, 512, 64)) and
           m.config["topk_ratio"] == 0.0625 and
           m.config["reserved_bos"] == 1 and
           m.config["reserved_eos"] == 2 and
