@@ -22,8 +22,12 @@ from .reduce import (L2Norm, L2NormInterleave, Max, MaxInterleave, Mean,
 
 
 class LearnedDescriptor(UnsupportedOp):
-    reason = ("it projects blocks with learned per-layer weights "
-              "(Parameter), which a vortex flow cannot bind")
+    reason = ("its per-head token mixing g[h, m] = sum_t Wt[l, h, t, m] "
+              "K[t] Wk[l, h] contracts a block's token axis, which no "
+              "cache op of vortex.cache does (GeMM contracts channels; "
+              "there is no Transpose on the cache side), and vortex_torch "
+              "applies it to the MLA latent; FactorScore, its indexer "
+              "half, is supported on any [H*m, r] field")
 
 
 __all__ = [

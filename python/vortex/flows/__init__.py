@@ -5,6 +5,11 @@ registers them.
 `SHIPPED` maps each file of examples/ to the registered flow, the config
 the example is written for and its symbol: the 13 flows, plus
 gqa_quest_sparse_attention at group size 5 (a config, not another flow).
+`LEARNED` does the same for examples/learned/: the flows of vortex_torch's
+learned ops with per-layer weights (LearnedQuery, FactorScore), whose
+parameters are bound at load (the checks that need only a flow's IR, such
+as the numerics against the float64 reference of every example, read
+examples/*.mlir and SHIPPED).
 `learned_query` is registered too (a flow with a PARAMETER weight), but it
 is not a vortex_torch flow and has no example.
 
@@ -21,14 +26,15 @@ from ..frontend.config import FlowConfig
 # Importing a flow module registers its flow.
 from . import (  # noqa: F401
     block_sparse_attention, centered_block_sparse_attention,
-    gqa_block_sparse_attention, gqa_h2o_sparse_attention,
+    factor_score_block_sparse_attention, gqa_block_sparse_attention, gqa_h2o_sparse_attention,
     gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
     h2o_sparse_attention, h2o_token_sparse_attention, learned_query,
+    learned_query_block_sparse_attention,
     lserve_centroid_sparse_attention, lserve_sparse_attention,
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
 
-__all__ = ["SHIPPED", "ShippedFlow"]
+__all__ = ["LEARNED", "SHIPPED", "ShippedFlow", "shipped"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +75,15 @@ SHIPPED: Dict[str, ShippedFlow] = {
     ]
 }
 
+LEARNED: Dict[str, ShippedFlow] = {
+    name: ShippedFlow(name, _DEFAULT, name) for name in (
+        "factor_score_block_sparse_attention",
+        "learned_query_block_sparse_attention")
+}
+
+
+def shipped(example: str) -> ShippedFlow:
+    """The ShippedFlow of an example of SHIPPED or LEARNED."""
+    if example in SHIPPED:
+        return SHIPPED[example]
+    return LEARNED[example]
