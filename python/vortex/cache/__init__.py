@@ -22,12 +22,15 @@ from .reduce import (L2Norm, L2NormInterleave, Max, MaxInterleave, Mean,
 
 
 class LearnedDescriptor(UnsupportedOp):
-    reason = ("its per-head token mixing g[h, m] = sum_t Wt[l, h, t, m] "
-              "K[t] Wk[l, h] contracts a block's token axis, which no "
-              "cache op of vortex.cache does (GeMM contracts channels; "
-              "there is no Transpose on the cache side), and vortex_torch "
-              "applies it to the MLA latent; FactorScore, its indexer "
-              "half, is supported on any [H*m, r] field")
+    reason = ("its token mixing g[h, m] = sum_t Wt[l, h, t, m] x[t] "
+              "Wk[l, h] contracts a block's token axis, which no cache op "
+              "does (GeMM contracts channels; the cache side has no "
+              "Transpose); folded into one [H*m*r, block_size*d] matrix per "
+              "layer it is exact on the CPU, but the GPU cache kernel "
+              "unrolls it (20 MB of PTX at block_size 16, head_dim 128) "
+              "and MLA sizes exceed the verifier's bound on a value. Its "
+              "indexer half, FactorScore, is supported on any [H*m, r] "
+              "field")
 
 
 __all__ = [
