@@ -145,13 +145,13 @@ def compile(source: Any, *args: Any, config: ConfigLike = None,
 
 def trace_shipped(example: str, verify: bool = True) -> str:
     """The traced IR of the shipped example `example` (a key of
-    `vortex.flows.SHIPPED`)."""
-    s = shipped.SHIPPED[example]
+    `vortex.flows.SHIPPED` or `LEARNED`)."""
+    s = shipped.shipped(example)
     return trace(s.flow, s.config, name=s.symbol, verify=verify)
 
 
 def compile_shipped(example: str, target: str = "cpu", **kwargs) -> str:
     """Trace and compile the shipped example `example`; returns the
     manifest."""
-    s = shipped.SHIPPED[example]
+    s = shipped.shipped(example)
     return compile_vflow(s.flow, s.config, target, name=s.symbol, **kwargs)

@@ -4,6 +4,7 @@
         def __init__(self):
             super().__init__()
             self.w = Parameter(torch.zeros(1, 128))      # [r, c], one layer
+            self.u = Parameter(torch.zeros(32, 1, 128))  # [L, r, c], per layer
             self.mul, self.gemm = Multiply(), GeMM()
         def forward_indexer(self, q, o, cache, ctx):
             qw = self.mul(self.mean(q, ctx=ctx), self.w, ctx=ctx)
@@ -15,53 +16,157 @@ Traced, it becomes a flow parameter (`params(w = [r, c])`), passed at run time
 like a field (`vortex.load(path, params=flow.parameters())`); in eager mode it
 is its torch tensor, so a flow's weights train with autograd
 (`vortex.semantics.eager`). Its name is the flow attribute holding it unless
-given. vortex_torch keeps `[L, ...]` weights for all layers and gathers the
-current one (`Parameter(W[L, r, c], lookup)`); a vortex flow holds one
-layer's `[r, c]`, and the per-layer form raises UnsupportedOpError.
+given.
+
+Per-layer weights, as in vortex_torch: `Parameter(W[L, r, c], layer_lookup)`
+holds every layer's value; a step reads the slice of the layer it runs for,
+`W[layer_lookup[layer]]` (identity without a lookup), the layer being an
+argument of each call (`layer=`, docs/python.md "Per-layer parameters"). The
+compiled flow is the same for every layer: it sees one `[r, c]` value. A
+value of rank 4 (`[L, H, d, r]`) is the weight of an op that takes weights
+(`LearnedQuery`, `FactorScore`), not a flow operand.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
-from .op import UnsupportedOp, unsupported
+from ..frontend.errors import FlowArgumentError, format_message
+from ..frontend.source import user_site
+from .op import UnsupportedOp, _enclosing_flow
 
-__all__ = ["Parameter", "Int4Packed"]
+__all__ = ["Parameter", "Int4Packed", "check_layer", "lookup_rows"]
+
+
+def _bad(message: str) -> FlowArgumentError:
+    """A Parameter argument error at the user's line, naming the flow."""
+    site = user_site()
+    flow = _enclosing_flow()
+    return FlowArgumentError(
+        format_message(site, flow, "Parameter", message), flow=flow,
+        op="Parameter", filename=site.filename if site else None,
+        lineno=site.lineno if site else None)
+
+
+def lookup_rows(lookup: Any, layers: int, what: str = "layer_lookup"
+                ) -> Optional[List[int]]:
+    """`lookup` (None, a 1-D int tensor or a sequence of ints: global layer
+    id -> row of the `[L, ...]` value) as a host list, each row checked to
+    be in [0, layers). Raises ValueError naming `what`."""
+    if lookup is None:
+        return None
+    if hasattr(lookup, "tolist") and hasattr(lookup, "dim"):
+        if lookup.dim() != 1 or lookup.dtype.is_floating_point or \
+                lookup.dtype.is_complex:
+            raise ValueError(f"{what}: expected a 1-D integer tensor, got "
+                             f"{tuple(lookup.shape)} {lookup.dtype}")
+        lookup = lookup.tolist()
+    if isinstance(lookup, (str, bytes)) or not hasattr(lookup, "__iter__"):
+        raise ValueError(f"{what}: expected a 1-D int tensor or a sequence "
+                         f"of ints, got {type(lookup).__name__}")
+    rows = list(lookup)
+    if not rows:
+        raise ValueError(f"{what}: empty")
+    for i, row in enumerate(rows):
+        if isinstance(row, bool) or not isinstance(row, int):
+            raise ValueError(f"{what}[{i}]: expected an int, got "
+                             f"{type(row).__name__}")
+        if not 0 <= row < layers:
+            raise ValueError(f"{what}[{i}] = {row} is outside [0, {layers}) "
+                             f"(the value has {layers} layers)")
+    return rows
+
+
+def check_layer(layer: Any, rows: Optional[List[int]], layers: int) -> int:
+    """The row of the `[L, ...]` value for global layer `layer`, through
+    the lookup `rows` (identity when None). Raises ValueError naming
+    `layer`."""
+    count = layers if rows is None else len(rows)
+    if isinstance(layer, bool) or not isinstance(layer, int):
+        raise ValueError(f"layer: expected an int in [0, {count}), got "
+                         f"{type(layer).__name__}")
+    if not 0 <= layer < count:
+        raise ValueError(f"layer: {layer} is outside [0, {count})")
+    return layer if rows is None else rows[layer]
 
 
 class Parameter:
-    """A learned `[r, c]` (or `[1, r, c]`) weight of a flow."""
+    """A learned weight of a flow: `[r, c]` or `[1, r, c]` (one value),
+    `[L, r, c]` with an optional lookup (one per layer), or `[L, ...]`
+    for an op's weights (rank 4)."""
 
-    def __init__(self, data: Any, name: Optional[str] = None) -> None:
-        shape = tuple(int(d) for d in getattr(data, "shape", ()))
-        if (len(shape) == 3 and shape[0] > 1) or \
-                not (name is None or isinstance(name, str)):
-            raise unsupported("Parameter", (
-                "per-layer weights (vortex_torch's Parameter(W[L, r, c], "
-                "lookup), one layer selected per call) are not supported: "
-                "give the flow one layer's [r, c] and bind that layer's "
-                "values when loading it (vortex.load(path, params=...))"))
-        if len(shape) == 3 and shape[0] == 1:
-            shape = shape[1:]
-        if len(shape) != 2 or min(shape) < 1:
-            raise ValueError(f"Parameter: expected a tensor of shape [r, c] "
-                             f"or [1, r, c], got {list(getattr(data, 'shape', []))}")
+    def __init__(self, data: Any, layer_lookup: Any = None,
+                 name: Optional[str] = None) -> None:
+        # vortex's earlier form Parameter(data, name).
+        if isinstance(layer_lookup, str) and name is None:
+            layer_lookup, name = None, layer_lookup
+        if not (name is None or isinstance(name, str)):
+            raise _bad(f"name: expected a str, got {type(name).__name__}")
+        shape = getattr(data, "shape", None)
+        if shape is None or not hasattr(data, "reshape"):
+            raise _bad(f"data: expected a tensor, got {type(data).__name__}")
+        shape = tuple(int(d) for d in shape)
+        if not 2 <= len(shape) <= 4 or min(shape) < 1:
+            raise _bad(f"data: expected a tensor of shape [r, c], [1, r, c], "
+                       f"[L, r, c] or [L, H, d, r], got {list(shape)}")
+        layers = shape[0] if len(shape) >= 3 else 1
+        try:
+            rows = lookup_rows(layer_lookup, layers)
+        except ValueError as err:
+            raise _bad(str(err)) from None
         self.data = data
         self.name = name
+        self._rows = rows
+        #: The number of layers selected per call; None for one value.
+        self.layers: Optional[int] = None
+        if len(shape) == 4 or (len(shape) == 3 and
+                               (layers > 1 or rows is not None)):
+            self.layers = layers
+
+    @property
+    def per_layer(self) -> bool:
+        return self.layers is not None
+
+    @property
+    def operand(self) -> bool:
+        """Whether a flow op may take it (rank 4 values are op weights)."""
+        return len(self.data.shape) <= 3
+
+    @property
+    def lookup(self) -> Optional[List[int]]:
+        """Global layer id -> row (None: the identity)."""
+        return None if self._rows is None else list(self._rows)
 
     @property
     def rows_cols(self) -> Tuple[int, int]:
         shape = tuple(int(d) for d in self.data.shape)
         return shape[-2], shape[-1]
 
-    def value(self):
-        """The data as `[1, r, c]`."""
+    def row(self, layer: Optional[int]) -> int:
+        """The row of the value that `layer` reads (0 for one value)."""
+        if self.layers is None:
+            return 0
+        if layer is None:
+            raise ValueError(f"layer: required: parameter "
+                             f"{self.name or '?'} holds {self.layers} "
+                             "layers (pass layer=)")
+        return check_layer(layer, self._rows, self.layers)
+
+    def select(self, layer: Optional[int] = None):
+        """The value `layer` reads, without the layer axis (a view: the
+        gather is differentiable)."""
+        if self.layers is None:
+            return self.data.reshape(self.rows_cols)
+        return self.data[self.row(layer)]
+
+    def value(self, layer: Optional[int] = None):
+        """The operand value `layer` reads, as `[1, r, c]`."""
         r, c = self.rows_cols
-        return self.data.reshape(1, r, c)
+        return self.select(layer).reshape(1, r, c)
 
     def __repr__(self) -> str:
-        r, c = self.rows_cols
-        return f"Parameter({self.name or '?'}, [{r}, {c}])"
+        shape = list(self.data.shape)
+        return f"Parameter({self.name or '?'}, {shape})"
 
 
 class Int4Packed(UnsupportedOp):

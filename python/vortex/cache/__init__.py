@@ -22,8 +22,15 @@ from .reduce import (L2Norm, L2NormInterleave, Max, MaxInterleave, Mean,
 
 
 class LearnedDescriptor(UnsupportedOp):
-    reason = ("it projects blocks with learned per-layer weights "
-              "(Parameter), which a vortex flow cannot bind")
+    reason = ("its token mixing g[h, m] = sum_t Wt[l, h, t, m] x[t] "
+              "Wk[l, h] contracts a block's token axis, which no cache op "
+              "does (GeMM contracts channels; the cache side has no "
+              "Transpose); folded into one [H*m*r, block_size*d] matrix per "
+              "layer it is exact on the CPU, but the GPU cache kernel "
+              "unrolls it (20 MB of PTX at block_size 16, head_dim 128) "
+              "and MLA sizes exceed the verifier's bound on a value. Its "
+              "indexer half, FactorScore, is supported on any [H*m, r] "
+              "field")
 
 
 __all__ = [

@@ -55,11 +55,19 @@ class vFlow(ABC):
     def parameters(self) -> Dict[str, Any]:
         """The flow's learned constants (`vortex.abs.Parameter`), by name, in
         the order they were assigned: a parameter's name is its own, else
-        the attribute holding it."""
+        the attribute holding it. An op with weights (LearnedQuery,
+        FactorScore) adds the parameters it traces to, computed from its
+        current weights and named after its attribute (`<attr>_fold`); a
+        rank-4 Parameter is such an op's weight, not a flow operand."""
         out: Dict[str, Any] = {}
         for attr, value in vars(self).items():
             if isinstance(value, Parameter):
-                out[value.name or attr] = value
+                if value.operand:
+                    out[value.name or attr] = value
+                continue
+            derived = getattr(value, "derived_parameters", None)
+            if callable(derived):
+                out.update(derived(attr))
         return out
 
     @abstractmethod

@@ -8,6 +8,11 @@ gqa_quest_sparse_attention at group size 5 (a config, not another flow),
 and vortex_torch's 4 MLA flows (`vFlowMLA`, `algorithms_mla.py`) at
 GLM-4.7-Flash's shape: 20 query heads over one latent of 512 + 64,
 blocks of 32 (`MLA`).
+`LEARNED` does the same for examples/learned/: the flows of vortex_torch's
+learned ops with per-layer weights (LearnedQuery, FactorScore), whose
+parameters are bound at load (the checks that need only a flow's IR, such
+as the numerics against the float64 reference of every example, read
+examples/*.mlir and SHIPPED).
 `learned_query` is registered too (a flow with a PARAMETER weight), but it
 is not a vortex_torch flow and has no example.
 
@@ -24,9 +29,10 @@ from ..frontend.config import FlowConfig
 # Importing a flow module registers its flow.
 from . import (  # noqa: F401
     block_sparse_attention, centered_block_sparse_attention,
-    gqa_block_sparse_attention, gqa_h2o_sparse_attention,
+    factor_score_block_sparse_attention, gqa_block_sparse_attention, gqa_h2o_sparse_attention,
     gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
     h2o_sparse_attention, h2o_token_sparse_attention, learned_query,
+    learned_query_block_sparse_attention,
     lserve_centroid_sparse_attention, lserve_sparse_attention,
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
@@ -34,7 +40,7 @@ from . import (  # noqa: F401
     lserve_centroid_mla, rope_aware_block_sparse_mla,
     rope_unaware_block_sparse_mla, rope_unaware_lserve_centroid_mla)
 
-__all__ = ["MLA", "SHIPPED", "ShippedFlow"]
+__all__ = ["LEARNED", "MLA", "SHIPPED", "ShippedFlow", "shipped"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +91,15 @@ SHIPPED: Dict[str, ShippedFlow] = {
 #: The MLA examples (vFlowMLA: one latent pool, absorbed queries).
 MLA = [n for n, s in SHIPPED.items() if s.config.is_mla]
 
+LEARNED: Dict[str, ShippedFlow] = {
+    name: ShippedFlow(name, _DEFAULT, name) for name in (
+        "factor_score_block_sparse_attention",
+        "learned_query_block_sparse_attention")
+}
+
+
+def shipped(example: str) -> ShippedFlow:
+    """The ShippedFlow of an example of SHIPPED or LEARNED."""
+    if example in SHIPPED:
+        return SHIPPED[example]
+    return LEARNED[example]

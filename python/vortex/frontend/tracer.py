@@ -221,6 +221,10 @@ class TraceContext(ContextBase):
         flow Parameter reads as the region's parameter argument."""
         if isinstance(x, Parameter):
             bound = self.params.get((self.side, id(x)))
+            if bound is None and not x.operand:
+                self.error(f"argument '{argname}' is a rank-4 Parameter "
+                           f"{list(x.data.shape)}: the weights of an op "
+                           "(LearnedQuery, FactorScore), not an operand")
             if bound is None:
                 self.error(f"argument '{argname}' is a Parameter that is not "
                            "an attribute of this flow (assign it to self in "

@@ -4,9 +4,9 @@
 
 Each op is built once per call site in the flow's `__init__` and called as
 `op(*values, ctx=ctx)`; under `vortex.trace` the call appends the matching
-`vortex` dialect op (Parameter: a learned constant). FactorScore,
-LearnedQuery and MetaData
-exist by name only (the dialect has no counterpart): building one raises.
+`vortex` dialect op (Parameter: a learned constant); LearnedQuery and
+FactorScore trace to several (vortex.indexer.learned). MetaData exists by
+name only (the dialect has no counterpart): building one raises.
 """
 
 from ..abs.op import unknown_op_getattr
@@ -16,12 +16,13 @@ from .elementwise import (Abs, Add, Add_Mul, Elementwise, Elementwise_Binary,
                           Silu, WhereEqual, WhereGreater, WhereGreaterEqual,
                           WhereLess, WhereLessEqual, WhereNotEqual)
 from .layout import Kron, MaskSlice, Reshape, Transpose
+from .learned import FactorScore, LearnedQuery
 from .matmul import GeMM, GeMV
 from .output_func import TopK, Union, approxTopK, topK
 from .reduce import L2Norm, Max, Mean, Min, Reduce, Sum
 from .save_load import Load, Save
 from .scan import Conv1d, Normalize, Softmax
-from .unsupported import FactorScore, LearnedQuery, MetaData, Parameter
+from .unsupported import MetaData, Parameter
 
 __all__ = [
     "GeMM", "GeMV", "FactorScore", "topK", "approxTopK", "TopK", "Union",

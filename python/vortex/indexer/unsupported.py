@@ -7,17 +7,7 @@ from ..abs.op import UnsupportedOp
 # Parameter is supported: vortex.indexer re-exports it as vortex_torch does.
 from ..abs.parameter import Parameter
 
-__all__ = ["FactorScore", "LearnedQuery", "MetaData", "Parameter"]
-
-
-class FactorScore(UnsupportedOp):
-    reason = ("its per-head max over learned descriptors has no dialect op; "
-              "write it with Parameter, GeMM and Max")
-
-
-class LearnedQuery(UnsupportedOp):
-    reason = ("its per-head projection has no dialect op; write it with "
-              "Parameter, GeMM and Sum")
+__all__ = ["MetaData", "Parameter"]
 
 
 class MetaData(UnsupportedOp):

@@ -293,6 +293,10 @@ class Flow:
         self.param_names = [n for n in m.steps["indexer"].args
                             if m.tensors[n].role == "parameter"]
         self._params: Dict[str, torch.Tensor] = {}
+        # Per-layer parameters: name -> ([L, r, c], lookup rows or None),
+        # and the per-call dicts made from them, by layer.
+        self._layered: Dict[str, Any] = {}
+        self._by_layer: Dict[Any, Dict[str, Any]] = {}
         self._call_indexer = _caller(
             self._indexer, ["q"],
             ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
@@ -362,31 +366,81 @@ class Flow:
         """Bind the flow's parameters (learned constants, docs/contract.md):
         `{name: tensor [r, c] or [1, r, c], or a vortex.abs.Parameter}`, e.g.
         the trained `flow_object.parameters()`. They are copied (detached)
-        to the flow's device and dtype and passed to every call."""
+        to the flow's device and dtype and passed to every call. A
+        per-layer value (`[L, r, c]`, or a per-layer Parameter with its
+        lookup) is copied whole; each call then passes the slice of its
+        `layer=` (docs/python.md, "Per-layer parameters")."""
         if not isinstance(params, Mapping):
             raise ValueError(f"params: expected a dict name -> tensor, got "
                              f"{type(params).__name__}")
-        from ..abs.parameter import Parameter
+        from ..abs.parameter import Parameter, lookup_rows
         bound = dict(self._params)
+        layered = dict(self._layered)
         for name, value in params.items():
             if name not in self.param_names:
                 raise ValueError(f"params[{name!r}]: the flow has no such "
                                  f"parameter (it has {self.param_names})")
             spec = self.manifest.tensors[name]
-            want = spec.extents({})
-            t = value.value() if isinstance(value, Parameter) else value
+            want = tuple(spec.extents({}))
+            rows = None
+            if isinstance(value, Parameter):
+                t, rows = value.data, value.lookup
+                per_layer = value.per_layer
+            else:
+                t = value
+                per_layer = isinstance(t, torch.Tensor) and t.dim() == 3 \
+                    and t.shape[0] > 1
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"params[{name!r}]: expected a tensor, got "
                                  f"{type(t).__name__}")
             t = t.detach()
             if t.dim() == 2:
                 t = t.unsqueeze(0)
-            if tuple(t.shape) != tuple(want):
+            if t.dim() != 3 or tuple(t.shape[1:]) != want[1:] or \
+                    (not per_layer and t.shape[0] != 1):
+                expected = (f"[L, {want[1]}, {want[2]}]" if per_layer
+                            else str(list(want)))
                 raise ValueError(f"params[{name!r}]: shape {list(t.shape)}, "
-                                 f"expected {list(want)}")
-            bound[name] = t.to(device=self.device, dtype=getattr(
+                                 f"expected {expected}")
+            if per_layer:
+                lookup_rows(rows, int(t.shape[0]), f"params[{name!r}] "
+                            "layer_lookup")
+            t = t.to(device=self.device, dtype=getattr(
                 torch, DTYPES[spec.dtype][0]), copy=True).contiguous()
-        self._params = bound
+            bound.pop(name, None)
+            layered.pop(name, None)
+            if per_layer:
+                layered[name] = (t, rows)
+            else:
+                bound[name] = t
+        self._params, self._layered = bound, layered
+        self._by_layer = {}
+
+    def layer_params(self, layer: Optional[int] = None) -> Dict[str, Any]:
+        """The parameters a call for `layer` passes: each per-layer one as
+        the view of its layer's `[1, r, c]` slice (no copy: the pointer is
+        stable, so a CUDA graph captured per layer replays it). Raises
+        ValueError naming `layer` (required when a parameter is per layer,
+        in range of every lookup) before anything runs."""
+        if not self._layered:
+            if layer is not None and (isinstance(layer, bool) or
+                                      not isinstance(layer, int) or layer < 0):
+                raise ValueError(f"layer: expected a non-negative int, got "
+                                 f"{layer!r}")
+            return self._params
+        got = self._by_layer.get(layer)
+        if got is not None:
+            return got
+        from ..abs.parameter import check_layer
+        if layer is None:
+            raise ValueError(f"layer: required: parameters "
+                             f"{sorted(self._layered)} are bound per layer")
+        out = dict(self._params)
+        for name, (t, rows) in self._layered.items():
+            row = check_layer(layer, rows, int(t.shape[0]))
+            out[name] = t[row:row + 1]
+        self._by_layer[layer] = out
+        return out
 
     # -- helpers -------------------------------------------------------------
     def budget(self, n: int) -> int:
@@ -464,7 +518,8 @@ class Flow:
         cache that is not a dict, a missing key, a tensor on a backend this
         flow has no build for) into a ValueError naming the argument."""
         if isinstance(err, (KeyError, TypeError, AttributeError)):
-            missing = [n for n in self.param_names if n not in self._params]
+            missing = [n for n in self.param_names
+                       if n not in self._params and n not in self._layered]
             if missing:
                 raise ValueError(f"params: {missing} not bound; pass "
                                  "params= to vortex.load or call "
@@ -494,13 +549,15 @@ class Flow:
 
     # -- the two steps ---------------------------------------------------------
     def indexer(self, q, cache, dense_kv_indptr, dense_kv_indices,
-                sparse_kv_indptr=None, sparse_kv_indices=None, stream=None):
+                sparse_kv_indptr=None, sparse_kv_indices=None, stream=None,
+                layer=None):
         """One decode step through the indexer op. Writes the sparse CSR
         into `sparse_kv_indptr` (rows + 1) and `sparse_kv_indices` (at least
         `total` entries: vortex_torch's caller-owned `o` buffer may be
         longer; its first `total` entries are the op's) and returns them;
         when not given they are allocated (zeroed). Saved fields update in
-        place."""
+        place. `layer` selects the slice of per-layer parameters."""
+        params = self.layer_params(layer)
         cache = self._pools(cache)
         if sparse_kv_indptr is None or sparse_kv_indices is None:
             # Zeroed: the entries past the selection are then defined (eager
@@ -518,7 +575,7 @@ class Flow:
             except AttributeError:
                 pass     # not tensors: the op's validation names them
         self._run(stream, q, lambda: self._call_indexer(
-            self.indexer_op, self._raw_indexer, q, cache, self._params,
+            self.indexer_op, self._raw_indexer, q, cache, params,
             dense_kv_indptr, dense_kv_indices, sparse_kv_indptr,
             sparse_kv_indices), lambda: dict(
                 q=q, cache=cache, dense_kv_indptr=dense_kv_indptr,
@@ -558,13 +615,15 @@ class Flow:
 
     def cache_step(self, cache, block_ids=None, *, loc=None,
                    num_kv_heads: Optional[int] = None, stream=None,
-                   slot_of_ptr=None) -> None:
+                   slot_of_ptr=None, layer=None) -> None:
         """Summarize completed blocks into the cache fields, in place,
         through the cache op: `block_ids` (int32 pool block ids; negative
         entries are skipped), or vortex_torch's `loc` (token slots) with
         `num_kv_heads`. A flow with slotted fields also takes `slot_of_ptr`
         (int32, the slot of every pool block; a block whose slot is < 0
-        writes nothing: docs/contract.md, "Slotted fields")."""
+        writes nothing: docs/contract.md, "Slotted fields"). `layer`
+        selects the slice of per-layer parameters."""
+        params = self.layer_params(layer)
         cache = self._pools(cache)
         if (block_ids is None) == (loc is None):
             raise ValueError("cache_step: pass exactly one of block_ids and "
@@ -576,7 +635,7 @@ class Flow:
             block_ids = self.block_ids_from_loc(loc, num_kv_heads)
         tail = (block_ids, slot_of_ptr) if self.slotted else (block_ids,)
         self._run(stream, block_ids, lambda: self._call_cache(
-            self.cache_op, self._raw_cache, cache, self._params, *tail),
+            self.cache_op, self._raw_cache, cache, params, *tail),
             lambda: dict(cache=cache, block_ids=block_ids,
                          slot_of_ptr=slot_of_ptr),
             errors=(KeyError, TypeError, NotImplementedError, RuntimeError))
@@ -651,16 +710,17 @@ class Flow:
 
     def decode(self, q, cache, dense_kv_indptr, dense_kv_indices,
                kv_last_len, sparse_kv_indptr=None, sparse_kv_indices=None,
-               o=None, lse=None, sm_scale=None, stream=None):
+               o=None, lse=None, sm_scale=None, stream=None, layer=None):
         """One sparse decode step as one op: the indexer, then attend over
         the sparse CSR it wrote (kv_last_len is each row's, as for the dense
         CSR: the selection keeps the last block last). Refused, before
         anything is written, for a flow whose selection may drop the tokens
         the causal mask relies on (the manifest's `decode_refusal`, naming
         reserved_eos or q) and for bad input (every argument
-        is checked before the indexer runs). Returns (o, lse,
-        sparse_kv_indptr, sparse_kv_indices); an MLA flow's o is the view of
-        the latent's first kv_lora_rank channels (its values)."""
+        is checked before the indexer runs; `layer` selects the slice of
+        per-layer parameters). Returns (o, lse, sparse_kv_indptr,
+        sparse_kv_indices); an MLA flow's o is the view of the latent's
+        first kv_lora_rank channels (its values)."""
         cache = self._pools(cache)
         if self._attend is None:
             raise NotImplementedError(
@@ -668,6 +728,7 @@ class Flow:
                 "attend step (the GPU back end emits it only for the shapes its "
                 "kernels support, docs/gpu.md \"Attention\")")
         check_decode_manifest(self.manifest)
+        params = self.layer_params(layer)
         try:
             if sparse_kv_indptr is None:
                 sparse_kv_indptr = torch.zeros_like(dense_kv_indptr)
@@ -683,7 +744,7 @@ class Flow:
                                     dense_kv_indices=dense_kv_indices,
                                     sparse_kv_indices=sparse_kv_indices))
         self._run(stream, q, lambda: self._call_decode(
-            self.decode_op, self._raw_decode, q, cache, self._params,
+            self.decode_op, self._raw_decode, q, cache, params,
             dense_kv_indptr, dense_kv_indices, sparse_kv_indptr,
             sparse_kv_indices, kv_last_len, o, lse, sm_scale),
             lambda: dict(q=q, cache=cache, dense_kv_indptr=dense_kv_indptr,

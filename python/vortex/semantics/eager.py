@@ -82,9 +82,12 @@ class EagerContext(ContextBase):
     completed blocks (cache), deferred saves, the selection."""
 
     def __init__(self, config: tr.Config, layout: Optional[tr.Layout] = None,
-                 block_ids: Optional[torch.Tensor] = None) -> None:
+                 block_ids: Optional[torch.Tensor] = None,
+                 layer: Optional[int] = None) -> None:
         super().__init__()
         self.mode = Mode.execute
+        #: The layer per-layer weights are read for (Parameter.select).
+        self.layer = layer
         self.cfg = config
         self.L = layout
         self.block_ids = block_ids
@@ -197,6 +200,28 @@ def _scan(fn):
     return run
 
 
+def _learned_query(op, ctx: EagerContext, q):
+    """V = scaling * sum_h Wk[l, h] (Wq[l, h]^T q_h), on the weights
+    themselves (differentiable in them), not the tracer's fold."""
+    fmt, (x,) = ctx.operands(q)
+    if op.Wq is None:
+        return fmt, op.scaling * x.sum(dim=1, keepdim=True)
+    row = op.row(ctx.layer)
+    u = torch.einsum("nhe,her->nhr", x, op.Wq[row].to(x.device, x.dtype))
+    v = torch.einsum("nhr,hjr->nj", u, op.Wk[row].to(x.device, x.dtype))
+    return fmt, (op.scaling * v)[:, None, :]
+
+
+def _factor_score(op, ctx: EagerContext, q, descriptors):
+    """score = sum_h max_m < Wq[l, h]^T q_h, g[h, m] >, per position."""
+    _, (x, g) = ctx.operands(q, descriptors)
+    w = op.Wq[op.row(ctx.layer)].to(x.device, x.dtype)
+    u = torch.einsum("nhe,her->nhr", x, w)
+    g = g.reshape(g.shape[0], op.H, op.m, op.r)
+    s = torch.einsum("nhr,nhmr->nhm", u, g)
+    return FORMAT.RAGGED, s.amax(dim=2).sum(dim=1)[:, None, None]
+
+
 _SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
     "relu": _unary(lambda x, a, b: torch.where(x >= a, x, torch.full_like(x, b))),
     "sigmoid": _unary(lambda x, a, b: 1.0 / (1.0 + torch.exp(b * x + a))),
@@ -229,6 +254,8 @@ _SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
     "reshape": lambda op, ctx, x: (lambda f, a: (f, a[0].reshape(
         a[0].shape[0], op.x2, op.y2)))(*ctx.operands(x)),
     "mask_slice": _mask_slice,
+    "learned_query": _learned_query,
+    "factor_score": _factor_score,
 }
 
 
@@ -350,7 +377,8 @@ def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
                         "context of vortex.semantics.eager.indexer / "
                         "cache_step")
     # A flow's Parameter is its tensor (with its autograd history).
-    args = tuple(EagerTensor(a.value(), FORMAT.PARAMETER, a.name or "")
+    args = tuple(EagerTensor(a.value(ctx.layer), FORMAT.PARAMETER,
+                             a.name or "")
                  if isinstance(a, Parameter) else a for a in args)
     m = op.mnemonic
     if m == "fill":
@@ -441,17 +469,18 @@ def _mla_names(cache: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
 
 def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
             dense_kv_indptr: torch.Tensor, dense_kv_indices: torch.Tensor,
-            config, max_n: Optional[int] = None
+            config, max_n: Optional[int] = None, layer: Optional[int] = None
             ) -> Tuple[Optional[torch.Tensor], torch.Tensor, torch.Tensor]:
     """One decode step of `flow` (a vFlow object) on torch tensors.
     Returns `(score, sparse_kv_indptr, sparse_kv_indices)`: the score the
     selection ranked (float32 per position; None for a trtllm union), the
     int32 sparse CSR (`sparse_kv_indices` has the capacity of
     `dense_kv_indices`, -1 past the selection). Saved fields update `cache`
-    in place, after the step."""
+    in place, after the step. `layer` is the layer per-layer weights are
+    read for (vortex.abs.Parameter)."""
     cfg = _config(config)
     L = tr.make_layout(dense_kv_indptr, dense_kv_indices, cfg, max_n)
-    ctx = EagerContext(cfg, layout=L)
+    ctx = EagerContext(cfg, layout=L, layer=layer)
     o = _Selection()
     flow.forward_indexer(EagerTensor(q, FORMAT.BATCHED, "q"), o,
                          _values(cache, flow, cfg, config), ctx)
@@ -465,13 +494,14 @@ def indexer(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
 
 
 def cache_step(flow, cache: Dict[str, torch.Tensor], block_ids: torch.Tensor,
-               config) -> None:
+               config, layer: Optional[int] = None) -> None:
     """Summarize the completed blocks `block_ids` (negative ids skipped)
-    into the fields of `cache`, in place, with `flow.forward_cache`."""
+    into the fields of `cache`, in place, with `flow.forward_cache`, for
+    `layer` (per-layer weights)."""
     cfg = _config(config)
     ids = block_ids.to(torch.int64)
     ids = ids[ids >= 0]
-    ctx = EagerContext(cfg, block_ids=ids)
+    ctx = EagerContext(cfg, block_ids=ids, layer=layer)
     flow.forward_cache(_values(cache, flow, cfg, config), None, ctx)
 
 
@@ -529,15 +559,17 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def decode(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
            dense_kv_indptr: torch.Tensor, dense_kv_indices: torch.Tensor,
            kv_last_len: torch.Tensor, config,
-           sm_scale: Optional[float] = None):
-    """The indexer of `flow`, then `attend` over its selection. Returns
-    (o, lse, score, sparse_kv_indptr, sparse_kv_indices); an MLA flow's o
-    holds the first kv_lora_rank channels (the values of its latent)."""
+           sm_scale: Optional[float] = None, layer: Optional[int] = None):
+    """The indexer of `flow` (for `layer`), then `attend` over its
+    selection. Returns (o, lse, score, sparse_kv_indptr,
+    sparse_kv_indices); an MLA flow's o holds the first kv_lora_rank
+    channels (the values of its latent)."""
     cfg = _config(config)
     check_decode({"reserved_eos": cfg.eos, "block_size": cfg.block_size},
                  q.shape[1] // cfg.group_size)
     score, sp_indptr, sp_indices = indexer(flow, q, cache, dense_kv_indptr,
-                                           dense_kv_indices, config)
+                                           dense_kv_indices, config,
+                                           layer=layer)
     if getattr(flow, "_vortex_is_mla", False):
         # MLA: scores over the whole latent, values its first kv_lora_rank
         # channels; attending with v = the latent and keeping those

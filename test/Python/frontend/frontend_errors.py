@@ -15,10 +15,9 @@
 # - cache["nope"] (MissingFieldError, also a KeyError);
 # - an op the dialect lacks (UnsupportedOpError), also one of vortex_torch's
 #   custom ops imported by name (GTGroupScore) and a misspelt op (Gemm,
-#   which says GeMM), per-layer Parameter weights with a lookup; a non-op
-#   name is an ImportError naming the module;
-#   bad constructor arguments
-#   (FlowArgumentError), a wrong call form, the context passed positionally,
+#   which says GeMM); a non-op name is an ImportError naming the module;
+#   bad constructor arguments (FlowArgumentError; a per-layer Parameter's
+#   lookup row outside its layers), a wrong call form, the context passed positionally,
 #   a non-value argument, a value of forward_cache used by forward_indexer,
 #   a bad create_cache.
 
@@ -164,7 +163,7 @@ class MissingField(Base):
 class Unsupported(Base):
     def __init__(self):
         super().__init__()
-        self.score = I.FactorScore(None, 8, 4, 16)  # unsupported
+        self.score = I.MetaData()  # unsupported
 
 
 class CustomOp(Base):
@@ -182,11 +181,14 @@ class Misspelt(Base):
 class PerLayerWeights:
     shape = (4, 1, 8)      # [L, r, c]: vortex_torch's per-layer weights
 
+    def reshape(self, *shape):
+        return self
+
 
 class PerLayer(Base):
     def __init__(self):
         super().__init__()
-        self.w = vortex.abs.Parameter(PerLayerWeights(), abs)  # per_layer
+        self.w = vortex.abs.Parameter(PerLayerWeights(), [0, 4])  # per_layer
 
 
 class BadDim(Base):
@@ -241,14 +243,14 @@ CASES = [
     (Gen1, TorchInFlowError, None, "gen1", "Mean(dim=...)"),
     (Operator, TorchInFlowError, None, "operator", "'*'"),
     (MissingField, MissingFieldError, None, "nope", "'nope'"),
-    (Unsupported, UnsupportedOpError, "FactorScore", "unsupported",
+    (Unsupported, UnsupportedOpError, "MetaData", "unsupported",
      "does not support"),
     (CustomOp, UnsupportedOpError, "GTGroupScore", "custom_op",
      "custom ops"),
     (Misspelt, UnsupportedOpError, "Gemm", "misspelt",
      "did you mean GeMM?"),
-    (PerLayer, UnsupportedOpError, "Parameter", "per_layer",
-     "per-layer weights"),
+    (PerLayer, FlowArgumentError, "Parameter", "per_layer",
+     "layer_lookup[1] = 4 is outside [0, 4)"),
     (BadDim, FlowArgumentError, "Max", "bad_dim", "dim must be"),
     (CallForm, FlowTraceError, "GeMM", "call_form", "op(x, y, ctx=ctx)"),
     (NotAValue, FlowTraceError, "GeMM", "not_value", "got float"),

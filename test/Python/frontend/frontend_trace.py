@@ -3,7 +3,8 @@
 # The shipped flows in Python (vortex.flows, written as vortex_torch flow
 # modules) and the tracing API.
 # - Each of the 18 examples/*.mlir (13 flows + gqa_quest at G = 5, a config,
-#   + the 4 MLA flows)
+#   + the 4 MLA flows) and of examples/learned/*.mlir (the learned flows,
+#   vortex.flows.LEARNED)
 #   traced from its Python flow is the same IR as the file: both printed by
 #   vortex-opt's default printer (no locations) and compared as text.
 # - Every traced op carries the location of its Python call: the op lines of
@@ -47,6 +48,21 @@ for name in files:
         tally(False, f"{name}: traces", f"{type(err).__name__}: {err}")
         continue
     tally(got == want, f"{name}: the Python flow traces to examples/"
+          f"{name}.mlir", "\n".join(
+              l for l in got.splitlines() if l not in want.splitlines()))
+
+# The learned flows (examples/learned/, vortex.flows.LEARNED): the same.
+learned_dir = os.path.join(examples, "learned")
+learned = sorted(n[:-5] for n in os.listdir(learned_dir)
+                 if n.endswith(".mlir"))
+tally(sorted(flows.LEARNED) == learned,
+      f"vortex.flows.LEARNED covers the {len(learned)} examples/learned/",
+      (sorted(flows.LEARNED), learned))
+for name in learned:
+    with open(os.path.join(learned_dir, name + ".mlir")) as f:
+        want = canonical_ir(f.read())
+    got = canonical_ir(api.trace_shipped(name))
+    tally(got == want, f"{name}: the Python flow traces to examples/learned/"
           f"{name}.mlir", "\n".join(
               l for l in got.splitlines() if l not in want.splitlines()))
 
