@@ -235,5 +235,6 @@ def Vortex_FieldAttr : Vortex_Attr<"Field", "field"> {
 }
 
 include "Vortex/Dialect/VortexManifest.td"
+include "Vortex/Dialect/VortexPlans.td"
 
 #endif // VORTEX_DIALECT_VORTEXBASE_TD

@@ -562,33 +562,21 @@ bool mlir::vortex::gpugen::isStreamed(const FlowContext &ctx,
   });
 }
 
-DictionaryAttr mlir::vortex::gpugen::planAttr(MLIRContext *context,
-                                              const FlowContext &ctx,
-                                              const KernelPlan &plan) {
-  Builder b(context);
-  SmallVector<NamedAttribute> attrs = {
-      b.getNamedAttr("lanes", b.getI64IntegerAttr(plan.lanes)),
-      b.getNamedAttr("narrow", b.getBoolAttr(plan.narrow)),
-      b.getNamedAttr("threads", b.getI64IntegerAttr(plan.threads)),
-      b.getNamedAttr("groups_per_cta", b.getI64IntegerAttr(plan.groupsPerCTA)),
-      b.getNamedAttr("register_budget",
-                     b.getI64IntegerAttr(plan.kRegisterBudget))};
-  if (plan.indexerSide) {
-    attrs.push_back(b.getNamedAttr("hoist", b.getBoolAttr(plan.hoist)));
-    attrs.push_back(b.getNamedAttr(
-        "items_per_iteration", b.getI64IntegerAttr(plan.itemsPerIteration)));
-    attrs.push_back(b.getNamedAttr("ctas_per_sm",
-                                   b.getI64IntegerAttr(ctx.options.ctasPerSM)));
-    attrs.push_back(b.getNamedAttr(
-        "carried_registers", b.getI64IntegerAttr(plan.carriedRegisters)));
-    attrs.push_back(b.getNamedAttr("item_registers",
-                                   b.getI64IntegerAttr(plan.itemRegisters)));
-    attrs.push_back(b.getNamedAttr("slice_columns",
-                                   b.getI64IntegerAttr(plan.sliceColumns)));
-    attrs.push_back(b.getNamedAttr("envelope_mma",
-                                   b.getBoolAttr(!plan.mma.sums.empty())));
-  }
-  return b.getDictionaryAttr(attrs);
+WorkloadPlanAttr mlir::vortex::gpugen::planAttr(MLIRContext *context,
+                                                const FlowContext &ctx,
+                                                const KernelPlan &plan) {
+  auto flag = [&](bool v) { return BoolAttr::get(context, v); };
+  if (!plan.indexerSide)
+    return WorkloadPlanAttr::get(context, plan.lanes, flag(plan.narrow),
+                                 plan.threads, plan.groupsPerCTA,
+                                 plan.kRegisterBudget, BoolAttr(),
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, BoolAttr());
+  return WorkloadPlanAttr::get(
+      context, plan.lanes, flag(plan.narrow), plan.threads, plan.groupsPerCTA,
+      plan.kRegisterBudget, flag(plan.hoist), plan.itemsPerIteration,
+      ctx.options.ctasPerSM, plan.carriedRegisters, plan.itemRegisters,
+      plan.sliceColumns, flag(!plan.mma.sums.empty()));
 }
 
 KernelRecord mlir::vortex::gpugen::kernelRecord(const FlowContext &ctx,

@@ -119,8 +119,8 @@ bool isStreamed(const FlowContext &ctx, const KernelPlan &plan, Value v,
                 StringRef buffer);
 
 /// The plan as the kernel's `vortex.plan` attribute.
-DictionaryAttr planAttr(MLIRContext *context, const FlowContext &ctx,
-                        const KernelPlan &plan);
+WorkloadPlanAttr planAttr(MLIRContext *context, const FlowContext &ctx,
+                          const KernelPlan &plan);
 /// The manifest record of the planned kernel `name`.
 KernelRecord kernelRecord(const FlowContext &ctx, const KernelPlan &plan,
                           StringRef name);

@@ -46,9 +46,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %max: !env, %min: !env) {
 // 8 lanes a block of 16 columns each: two sets of 4 source lanes, each 16
 // fragment registers (x+ and x-, 8 columns of pairs) carried.
 // CHECK-LABEL: gpu.func @quest_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 32 : i64
-// CHECK-SAME: envelope_mma = true
-// CHECK-SAME: lanes = 8 : i64
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8,
+// CHECK-SAME: carried_registers = 32,
+// CHECK-SAME: envelope_mma = true>
 // The warp's 4 groups walk its chunk together: group % 4 from the warp's
 // start, 4 positions an iteration.
 // CHECK: %[[GW:.+]] = arith.remui %{{.+}}, %c4

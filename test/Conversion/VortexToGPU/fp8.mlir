@@ -41,7 +41,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // 16 bytes a lane: 8 lanes for the 128 fp8 columns of k.
 // CHECK-LABEL: gpu.func @centroids_e4m3_cache_w0(
 // CHECK-SAME: %{{.+}}: memref<?xf8E4M3FN>
-// CHECK-SAME: lanes = 8 : i64
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8,
 // CHECK: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK: arith.extf %{{.+}} : f8E4M3FN to f32
 // CHECK: gpu.return

@@ -58,8 +58,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // bytes of a centroid in two 16-byte slices 128 bytes apart (plan.mlir),
 // a clustered reduction over the group.
 // CHECK-LABEL: gpu.func @scans_indexer_w0(
-// CHECK-SAME: items_per_iteration = 2 : i64, lanes = 8 : i64
-// CHECK-SAME: slice_columns = 8 : i64
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8,
+// CHECK-SAME: items_per_iteration = 2,
+// CHECK-SAME: slice_columns = 8,
 // CHECK: arith.remui %{{.+}}, %c8 : index
 // CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
 // CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>

@@ -34,9 +34,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // IR-NOT: gpu.module
 // IR: vortex.flow @centroids
 // IR-NOT: gpu.func
-// CHECK: remark: plan of @centroids_indexer_w0: {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, envelope_mma = false, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64, threads = 256 : i64}
-// CHECK: remark: plan of @centroids_cache_w0: {groups_per_cta = 16 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
-// FORCED: remark: plan of @centroids_indexer_w0: {{.*}}lanes = 16 : i64, narrow = false
+// CHECK: remark: plan of @centroids_indexer_w0: #vortex.workload_plan<lanes = 16, narrow = false, threads = 256, groups_per_cta = 16, register_budget = 64, hoist = true, items_per_iteration = 1, ctas_per_sm = 4, carried_registers = 64, item_registers = 12, slice_columns = 0, envelope_mma = false>
+// CHECK: remark: plan of @centroids_cache_w0: #vortex.workload_plan<lanes = 16, narrow = false, threads = 256, groups_per_cta = 16, register_budget = 64>
+// FORCED: remark: plan of @centroids_indexer_w0: #vortex.workload_plan<lanes = 16, narrow = false
 
 // -----
 
@@ -67,7 +67,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // by the planner, and the pass fails.
 // IR: vortex.flow @transposed
 // IR-NOT: gpu.func
-// CHECK: remark: plan of @transposed_indexer_w0: {{.*}}lanes = 1 : i64, narrow = true
-// CHECK: remark: plan of @transposed_cache_w0: {{.*}}lanes = 16 : i64, narrow = false
+// CHECK: remark: plan of @transposed_indexer_w0: #vortex.workload_plan<lanes = 1, narrow = true
+// CHECK: remark: plan of @transposed_cache_w0: #vortex.workload_plan<lanes = 16, narrow = false
 // FORCED: error: 'vortex.kernel' op cannot be laid out over 16 lanes per block
 // FORCED-NOT: remark: plan of @transposed

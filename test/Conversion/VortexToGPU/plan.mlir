@@ -51,23 +51,23 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<runtimeDisable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: gpu.func @centroids_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 64 : i64, ctas_per_sm = 4 : i64, envelope_mma = false, groups_per_cta = 16 : i64, hoist = true, item_registers = 12 : i64, items_per_iteration = 1 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 16, narrow = false, threads = 256, groups_per_cta = 16, register_budget = 64, hoist = true, items_per_iteration = 1, ctas_per_sm = 4, carried_registers = 64, item_registers = 12, slice_columns = 0, envelope_mma = false>
 // CHECK-NOT: loop_annotation
 // The top-k's fixed decisions, three alternatives (512, 256 and 128
 // threads holding 2048 keys between them); no register bound unless asked.
 // CHECK-LABEL: gpu.func @centroids_indexer_topk(
 // CHECK-NOT: nvvm.minctasm
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 512 : i64, register_keys = 4 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 512 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = #vortex.select_plan<threads = 512, register_keys = 4, radix_bits = 8, rank_sort_max = 512, sort_capacity = 4096, value_bin_candidates = 128, ctas_per_sm = 0, stores_saved = false>
 // CHECK: arith.fptoui
 // CHECK: scf.while
 // CHECK: scf.for
 // CHECK: } {loop_annotation = #[[$ROLLED]]}
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t256(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 256 : i64, register_keys = 8 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 256 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = #vortex.select_plan<threads = 256, register_keys = 8, radix_bits = 8, rank_sort_max = 256, sort_capacity = 4096, value_bin_candidates = 128, ctas_per_sm = 0, stores_saved = false>
 // CHECK-LABEL: gpu.func @centroids_indexer_topk_t128(
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
-// CHECK-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 128 : i64, value_bin_candidates = 128 : i64}
+// CHECK-SAME: vortex.plan = #vortex.select_plan<threads = 128, register_keys = 16, radix_bits = 8, rank_sort_max = 128, sort_capacity = 4096, value_bin_candidates = 128, ctas_per_sm = 0, stores_saved = false>
 // topk-threads=128: that shape alone, one launch without a choice.
 // T128-LABEL: module attributes
 // T128-NOT: choice
@@ -75,32 +75,32 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // T128-NOT: indexer_topk_t
 // T128-LABEL: gpu.func @centroids_indexer_topk(
 // T128-SAME: known_block_size = array<i32: 128, 1, 1>
-// T128-SAME: vortex.plan = {ctas_per_sm = 0 : i64, radix_bits = 8 : i64, rank_sort_max = 128 : i64, register_keys = 16 : i64, sort_capacity = 4096 : i64, stores_saved = false, threads = 128 : i64, value_bin_candidates = 128 : i64}
+// T128-SAME: vortex.plan = #vortex.select_plan<threads = 128, register_keys = 16, radix_bits = 8, rank_sort_max = 128, sort_capacity = 4096, value_bin_candidates = 128, ctas_per_sm = 0, stores_saved = false>
 // BADT: error: convert-vortex-to-gpu: topk-threads = 64 must be 0 (planned), 128, 256 or 512
 // topk-value-bins=false: the digit passes alone, no value-bin pass (no
 // score arithmetic between the key bounds and the first digit pass).
 // NOBINS-LABEL: gpu.func @centroids_indexer_topk(
-// NOBINS-SAME: value_bin_candidates = 0 : i64
+// NOBINS-SAME: value_bin_candidates = 0,
 // NOBINS: arith.minui
 // NOBINS-NOT: arith.fptoui
 // NOBINS: scf.while
 // NOBINS-LABEL: gpu.func @centroids_indexer_topk_t256(
-// NOBINS-SAME: value_bin_candidates = 0 : i64
+// NOBINS-SAME: value_bin_candidates = 0,
 // NOBINS-NOT: arith.fptoui
 // NOBINS-LABEL: gpu.func @centroids_indexer_topk_t128(
 // BADBINS: '2' is invalid value for boolean argument
 // topk-ctas-per-sm=3: ptxas must fit 3 CTAs of 256 threads per SM.
 // TOPK-LABEL: gpu.func @centroids_indexer_topk(
-// TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = {ctas_per_sm = 3 : i64
+// TOPK-SAME: nvvm.minctasm = 3 : i32, vortex.plan = #vortex.select_plan<{{.*}}ctas_per_sm = 3,
 // BADTOPK: error: convert-vortex-to-gpu: topk-ctas-per-sm = 9 must be in [0, 8]
 // The cache kernel: one block per group of 16 lanes.
 // CHECK-LABEL: gpu.func @centroids_cache_w0(
-// CHECK-SAME: vortex.plan = {groups_per_cta = 16 : i64, lanes = 16 : i64, narrow = false, register_budget = 64 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 16, narrow = false, threads = 256, groups_per_cta = 16, register_budget = 64>
 
 // lanes=1: narrow mode, every tile replicated, no shuffle.
 // NARROW-LABEL: gpu.func @centroids_indexer_w0(
-// NARROW-SAME: groups_per_cta = 256 : i64
-// NARROW-SAME: lanes = 1 : i64, narrow = true
+// NARROW-SAME: lanes = 1, narrow = true
+// NARROW-SAME: groups_per_cta = 256,
 // NARROW-NOT: gpu.subgroup_reduce
 // NARROW: gpu.return
 
@@ -108,8 +108,8 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // the q rows are no longer carried (hoist = false) but still counted, so
 // the budget keeps 1 item.
 // OVERRIDE-LABEL: gpu.func @centroids_indexer_w0(
-// OVERRIDE-SAME: hoist = false
-// OVERRIDE-SAME: items_per_iteration = 1 : i64, lanes = 4 : i64
+// OVERRIDE-SAME: lanes = 4,
+// OVERRIDE-SAME: hoist = false, items_per_iteration = 1,
 // OVERRIDE: gpu.subgroup_reduce add {{.*}} cluster(size = 4)
 
 // -----
@@ -145,7 +145,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // of the 8 lanes reads 128 contiguous bytes, whole sectors), loaded apart
 // and joined. The cache kernel keeps 16 lanes.
 // CHECK-LABEL: gpu.func @widened_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, ctas_per_sm = 4 : i64, envelope_mma = false, groups_per_cta = 32 : i64, hoist = true, item_registers = 16 : i64, items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 8 : i64, threads = 256 : i64}
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8, narrow = false, threads = 256, groups_per_cta = 32, register_budget = 64, hoist = true, items_per_iteration = 2, ctas_per_sm = 4, carried_registers = 16, item_registers = 16, slice_columns = 8, envelope_mma = false>
 // CHECK: %[[LANE:.+]] = arith.remui %{{.+}}, %c8 : index
 // CHECK: %[[M0:.+]] = arith.muli %[[LANE]], %{{.+}} : index
 // CHECK-NEXT: %[[C0:.+]] = arith.addi %[[M0]], %{{.+}} : index
@@ -162,15 +162,15 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // sector-slices=false: the same plan with a lane's 16 columns contiguous,
 // one 32-byte load.
 // NOSLICES-LABEL: gpu.func @widened_indexer_w0(
-// NOSLICES-SAME: lanes = 8 : i64, narrow = false, register_budget = 64 : i64, slice_columns = 0 : i64
+// NOSLICES-SAME: lanes = 8, narrow = false, {{.*}}register_budget = 64, {{.*}}slice_columns = 0,
 // NOSLICES-NOT: vector.shuffle
 // NOSLICES: vector.load %{{.+}} {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<16xbf16>
 // NOSLICES-LABEL: gpu.func @widened_indexer_topk(
 // CHECK-LABEL: gpu.func @widened_cache_w0(
-// CHECK-SAME: lanes = 16 : i64
+// CHECK-SAME: lanes = 16,
 // Forced lanes are taken as given.
 // OVERRIDE-LABEL: gpu.func @widened_indexer_w0(
-// OVERRIDE-SAME: lanes = 4 : i64
+// OVERRIDE-SAME: lanes = 4,
 
 // -----
 
@@ -200,9 +200,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // A transpose of a row spread over lanes cannot be done in registers: the
 // plan takes narrow mode up front (no kernel is emitted and retried).
 // CHECK-LABEL: gpu.func @transposed_indexer_w0(
-// CHECK-SAME: lanes = 1 : i64, narrow = true
+// CHECK-SAME: lanes = 1, narrow = true
 // CHECK-LABEL: gpu.func @transposed_cache_w0(
-// CHECK-SAME: lanes = 16 : i64, narrow = false
+// CHECK-SAME: lanes = 16, narrow = false
 
 // Forcing 16 lanes on it is refused, naming the option; nothing is emitted.
 // FORCED: error: 'vortex.kernel' op cannot be laid out over 16 lanes per block (convert-vortex-to-gpu lanes option); 1 (narrow) always can
@@ -219,7 +219,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // the rounded reciprocal (0.2): a division's slow path took 38 to 45
 // registers more (docs/gpu.md, "Kernel plans").
 // CHECK-LABEL: gpu.func @mean5_indexer_w0(
-// CHECK-SAME: vortex.plan = {carried_registers = 16 : i64, {{.*}}items_per_iteration = 2 : i64, lanes = 8 : i64, narrow = false
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8, narrow = false, {{.*}}items_per_iteration = 2, {{.*}}carried_registers = 16,
 // CHECK-NOT: arith.divf
 // CHECK: arith.constant 2.000000e-01 : f32
 // CHECK-NOT: arith.divf

@@ -41,7 +41,7 @@
 // Groups of 8 lanes own a block (the plan's 32 bytes per lane: q's 64
 // carried registers fit the budget): lane = tid % 32, lane in group =
 // lane % 8.
-// CHECK-SAME: vortex.plan = {{{.*}}lanes = 8
+// CHECK-SAME: vortex.plan = #vortex.workload_plan<lanes = 8,
 // CHECK: gpu.thread_id x
 // CHECK: arith.remui %{{.+}}, %c8
 // The chunk of CSR positions of each group, cut from the extent of the

@@ -75,22 +75,13 @@ TopKShared allocTopKShared(gpu::GPUFuncOp func, const SelectPlan &plan) {
 }
 
 /// The selection's fixed decisions, for `vortex.plan`.
-DictionaryAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
+SelectPlanAttr selectPlanAttr(OpBuilder &b, const SelectPlan &plan,
                               int64_t ctasPerSM, bool storesSaved) {
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("threads", b.getI64IntegerAttr(plan.threads)),
-       b.getNamedAttr("register_keys",
-                      b.getI64IntegerAttr(plan.registerKeys())),
-       b.getNamedAttr("radix_bits",
-                      b.getI64IntegerAttr(llvm::Log2_64(kRadixBins))),
-       b.getNamedAttr("rank_sort_max",
-                      b.getI64IntegerAttr(plan.rankSortSize())),
-       b.getNamedAttr("sort_capacity", b.getI64IntegerAttr(kSortCapacity)),
-       b.getNamedAttr("value_bin_candidates",
-                      b.getI64IntegerAttr(plan.valueBins ? kCandidateCapacity
-                                                         : 0)),
-       b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(ctasPerSM)),
-       b.getNamedAttr("stores_saved", b.getBoolAttr(storesSaved))});
+  return SelectPlanAttr::get(
+      b.getContext(), plan.threads, plan.registerKeys(),
+      llvm::Log2_64(kRadixBins), plan.rankSortSize(), kSortCapacity,
+      plan.valueBins ? kCandidateCapacity : 0, ctasPerSM,
+      b.getBoolAttr(storesSaved));
 }
 
 /// The score of every position of the row's range [start, hi) into the
