@@ -158,7 +158,8 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "kv_lora_rank and rope_dim (an MLA flow) must "
                             "both be positive, got kv_lora_rank = "
                          << kvLoraRank << ", rope_dim = " << ropeDim;
-    if (kvLoraRank + ropeDim != headDim)
+    // Subtracted, not added: the widths may be any i64 (no overflow).
+    if (ropeDim != headDim - kvLoraRank)
       return emitError() << "kv_lora_rank + rope_dim (" << kvLoraRank
                          << " + " << ropeDim
                          << ") must equal head_dim (the latent's width), got "

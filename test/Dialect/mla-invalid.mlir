@@ -10,6 +10,14 @@ func.func private @f() attributes {c = #cfg}
 
 // -----
 
+// Widths near the i64 limit are refused, not added with overflow (found by
+// the fuzzer under UBSan).
+// expected-error @+1 {{kv_lora_rank + rope_dim (9223372036854775807 + 64) must equal head_dim (the latent's width), got head_dim = 576}}
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 576, group_size = 2, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16, kv_lora_rank = 9223372036854775807, rope_dim = 64>
+func.func private @f() attributes {c = #cfg}
+
+// -----
+
 // expected-error @+1 {{kv_lora_rank and rope_dim (an MLA flow) must both be positive, got kv_lora_rank = 3, rope_dim = 0}}
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 3, group_size = 2, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16, kv_lora_rank = 3>
 func.func private @f() attributes {c = #cfg}
