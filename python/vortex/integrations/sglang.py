@@ -12,7 +12,7 @@ SGLang backend (`VortexFlashInferBackend`; docs/engines.md).
     # per layer (forward_decode): was compiled_cache / compiled_indexer
     pool.set_kv_buffer(layer, out_cache_loc, k, v)
     indexer.forward(q=q.view(-1, G, D), o=sparse_indices_buf,
-                    cache=pool.get_cache(layer.layer_id))
+                    cache=pool.get_cache(layer.layer_id), layer=layer.layer_id)
 
 - Pool: vortex_torch's head-split layout (slot `pos`, KV head `h` -> row
   `(pos // page) * (page * H) + h * page + pos % page`), the cache step on
@@ -181,7 +181,8 @@ class VortexSGLangPool:
         c["k"].view(-1, self.head_dim)[rows] = k
         c["v"].view(-1, self.head_dim)[rows] = v
         if layer_id not in self.layers_skip:
-            self.flow.cache_step(c, loc=loc, num_kv_heads=self.head_num)
+            self.flow.cache_step(c, loc=loc, num_kv_heads=self.head_num,
+                                 layer=layer_id)
 
     def rebuild_aux(self, loc) -> None:
         """PD disaggregation: the fields of every sparse layer from the K/V
@@ -192,7 +193,8 @@ class VortexSGLangPool:
         for i, c in enumerate(self.cache):
             if self.start_layer + i not in self.layers_skip:
                 self.flow.cache_step(c, loc=loc.to(torch.int64),
-                                     num_kv_heads=self.head_num)
+                                     num_kv_heads=self.head_num,
+                                     layer=self.start_layer + i)
 
 
 class DecodeMetadata:
@@ -284,12 +286,15 @@ class VortexSGLangIndexer:
             md.set_batch_size(bs)
         self._planned = (md, rows, total)
 
-    def forward(self, q, o, cache, ctx=None, check: bool = True):
+    def forward(self, q, o, cache, ctx=None, check: bool = True,
+                layer=None):
         """vortex_torch's `compiled_indexer.forward(q=, o=, cache=, ctx=)`:
         the selection of q `[batch * H, G, D]` into `o` (its first
         `sparse_kv_indptr[rows]` entries; sparse_kv_indptr is rewritten with
         the same values). `check` compares the caller's sparse_kv_indptr
-        with the budget rule (one sync on the GPU)."""
+        with the budget rule (one sync on the GPU). `layer` (the model's
+        layer id) selects the slice of per-layer parameters; required when
+        the flow has them (docs/python.md, "Per-layer parameters")."""
         md = self._md(ctx)
         G, D = self.group_size, self.head_dim
         if not isinstance(q, torch.Tensor) or q.dim() != 3 or \
@@ -322,7 +327,8 @@ class VortexSGLangIndexer:
                     " + reserved_bos + reserved_eos, int(n * topk_ratio)) per "
                     "row (a custom schedule_policy?); FlashInfer's plan of it "
                     "would not match the selection")
-        self.flow.indexer(q, cache, ip, md.dense_kv_indices[:total], sp, o)
+        self.flow.indexer(q, cache, ip, md.dense_kv_indices[:total], sp, o,
+                          layer=layer)
         return o
 
 

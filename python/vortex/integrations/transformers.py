@@ -357,7 +357,8 @@ class PagedVortex:
         pool, H = self._cache(module, cache)
         D = self.head_dim
         self._write_kv(pool, self._rows(wi, H).reshape(-1), key, value)
-        self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
+        self.flow.cache_step(pool, loc=wi, num_kv_heads=H,
+                             layer=module.layer_idx)
 
         cq, ck = kw["cu_seq_lens_q"].tolist(), ck.tolist()
         out = torch.zeros(query.shape[2], query.shape[1], D,
@@ -478,7 +479,7 @@ class PagedVortex:
                               query.shape[2], pool["k"].dtype)
         R, q = p["R"], p["q"]
         self._write_kv(pool, p["rows"], key, value, p["src"])
-        self.flow.cache_step(pool, p["block_ids"])
+        self.flow.cache_step(pool, p["block_ids"], layer=module.layer_idx)
         rows_q = q[:R].view(N, -1, self.head_dim)
         if query.dtype == q.dtype:
             torch.index_select(query[0].transpose(0, 1), 0, p["qpos"],
@@ -493,7 +494,8 @@ class PagedVortex:
             o, _, kept, _ = self.flow.decode(
                 q, pool, p["indptr"], p["indices"], p["last_len"],
                 sparse_kv_indptr=p["sparse_indptr"],
-                sparse_kv_indices=p["sparse_indices"], sm_scale=scaling)
+                sparse_kv_indices=p["sparse_indices"], sm_scale=scaling,
+                layer=module.layer_idx)
         self._count(p["counts"], kept[R:R + 1])
         out = torch.zeros(query.shape[2] + 1, query.shape[1], self.head_dim,
                           dtype=query.dtype, device=query.device)
@@ -524,7 +526,8 @@ class PagedVortex:
         last = torch.tensor(lens, device=table.device) - 1
         wi = slot_of(torch.arange(len(reqs), device=table.device), last)
         self._write_kv(pool, self._rows(wi, H).reshape(-1), key, value, rt)
-        self.flow.cache_step(pool, loc=wi, num_kv_heads=H)
+        self.flow.cache_step(pool, loc=wi, num_kv_heads=H,
+                             layer=module.layer_idx)
         self._decode(module, query, pool, lens, reqs, slot_of, H, scaling,
                      out)
         return out.unsqueeze(0), None
@@ -580,7 +583,8 @@ class PagedVortex:
             kept = indptr
         else:
             o, _, kept, _ = self.flow.decode(q, pool, indptr, indices,
-                                             last_len, sm_scale=scaling)
+                                             last_len, sm_scale=scaling,
+                                             layer=module.layer_idx)
         step = torch.stack([torch.tensor(R * H, device=dev),
                             indptr[-1].to(torch.int64),
                             kept[-1].to(torch.int64)])
