@@ -6,7 +6,7 @@ function per step (`_mlir_ciface_<flow>_indexer`, `_mlir_ciface_<flow>_cache`,
 `_mlir_ciface_<flow>_attend`)
 taking a pointer to an MLIR memref descriptor per argument, in the
 manifest's argument order (docs/contract.md). `CPUFlow` loads it and runs a
-step on named tensors after the shared validator (`manifest.validate_step`)
+step on named tensors after the shared validator (`validate.validate_step`)
 has checked them; `compile_flow` is the numpy convenience API on top:
 
     >>> import vortex
@@ -30,8 +30,9 @@ from ..compiler import driver as compiler
 from .attention import (check_attend_values, check_decode_manifest,
                         default_scale)
 from ..compiler.driver import VortexCompileError, find_tool
-from .manifest import (Manifest, budget, check_csr, check_slot_map,
-                       check_slots, resolve_symbols, validate_step)
+from .manifest import Manifest, budget
+from .validate import (check_csr, check_slot_map, check_slots,
+                       resolve_symbols, validate_step)
 
 __all__ = ["CPUFlow", "CompiledFlow", "FlowInfo", "VortexCompileError",
            "compile_flow", "find_tool", "load"]

@@ -7,7 +7,7 @@ where that is unavailable) and torch tensors. The public way to run a flow is it
 `vortex.runtime.ops`); this module is what their CUDA implementation calls:
 
 * `CompiledFlowGPU.plan(step, tensors)` validates the arguments with the
-  shared validator (`manifest.validate_step`) and returns a launch plan:
+  shared validator (`validate.validate_step`) and returns a launch plan:
   a `vortex.runtime.plan.Plan` (per-call scratch sizes and, per kernel, the
   function handle of the tensors' device, grid, block, dynamic shared
   memory and parameters). The native launcher (`vortex.runtime.native`)
@@ -52,8 +52,9 @@ from .driver import CudaDriverError
 from ..environment import require_cuda
 from .manifest import (ATTEND_SPLIT_SLOTS, DTYPES, KernelSpec, Manifest,
                        buffer_bytes, choose_launches, grid_size, kv_splits,
-                       resolve_symbols, selected_count, validate_step)
+                       selected_count)
 from .plan import ARG, PTR, SCRATCH, Launch, Param, Plan
+from .validate import resolve_symbols, validate_step
 
 __all__ = ["CompiledFlowGPU", "CudaDriverError", "FlowCheckError", "Plan",
            "check_ptx",

@@ -21,7 +21,7 @@ implementation: the native launcher of `vortex.runtime.native` when it is built
 (plans cached per argument signature, launched from C++), else the ctypes path
 of `vortex.runtime.cuda`.
 
-Both implementations validate every argument with `manifest.validate_step`
+Both implementations validate every argument with `validate.validate_step`
 before anything runs; the CPU one also checks CSR values and block ids on
 the host (it can, without a device sync). A cache step skips negative block
 ids (the `loc` form marks tokens that complete no block with -1).
@@ -38,8 +38,8 @@ from .attention import (DECODE_TAIL, check_attend_values,
                         check_decode_manifest, default_scale)
 from .cpu import CPUFlow
 from ..environment import import_torch
-from .manifest import (DTYPES, Manifest, budget, check_csr, check_slot_map,
-                       check_slots)
+from .manifest import DTYPES, Manifest, budget
+from .validate import check_csr, check_slot_map, check_slots, validate_step
 from .paging import slot_blocks
 
 torch = import_torch()
@@ -147,7 +147,6 @@ class _Op:
         args = self._named(tensors)
         m = self.cpu.manifest
         # Shapes, dtypes, devices and aliasing first (names the argument).
-        from .manifest import validate_step
         if self.step == "decode":
             self._cpu_decode(m, args)
             return
@@ -178,7 +177,6 @@ class _Op:
         """The indexer, then attend over its sparse CSR; every argument is
         checked first (kv_last_len against the dense CSR: the selection
         keeps each row's last block last)."""
-        from .manifest import validate_step
         check_decode_manifest(m)
         indexer = {n: args[n] for n in m.steps["indexer"].args}
         attend = {n: args[n] for n in ("q", "k", "v") + _DECODE_TAIL}

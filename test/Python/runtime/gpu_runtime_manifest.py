@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 from vortex.runtime import manifest as mf
+from vortex.runtime import validate as va
 from vortex.runtime import cuda as rt
 from vortex.runtime import driver as drv
 from vortex.runtime import plan as lp
@@ -489,17 +490,17 @@ class Shaped:
 shapes = {"k": Shaped(6000, 16, 128), "v": Shaped(6000, 16, 128),
           "max": Shaped(6000, 1, 128), "min": Shaped(6000, 1, 128),
           "block_ids": Shaped(10)}
-report(mf.resolve_symbols(m, shapes, CACHE_ARGS) ==
+report(va.resolve_symbols(m, shapes, CACHE_ARGS) ==
        {"num_blocks": 6000, "num_new": 10},
        "resolve_symbols: the cache step binds num_blocks and num_new")
 bad_v = dict(shapes, v=Shaped(5999, 16, 128))
-ok, msg = raises(lambda: mf.resolve_symbols(m, bad_v, CACHE_ARGS), ValueError,
+ok, msg = raises(lambda: va.resolve_symbols(m, bad_v, CACHE_ARGS), ValueError,
                  "v: shape [5999, 16, 128] does not match [num_blocks, 16, "
                  "128] with num_blocks=6000 (from k)")
 report(ok, "resolve_symbols: num_blocks comes from k, the disagreeing "
        "tensor is blamed", msg)
 m_by_max = mf.Manifest(mutated(lambda d: d["symbols"].update(num_blocks="max")))
-ok, msg = raises(lambda: mf.resolve_symbols(m_by_max, bad_v, CACHE_ARGS),
+ok, msg = raises(lambda: va.resolve_symbols(m_by_max, bad_v, CACHE_ARGS),
                  ValueError, "num_blocks=6000 (from max)")
 report(ok, "resolve_symbols: the manifest's symbols decide the source", msg)
 

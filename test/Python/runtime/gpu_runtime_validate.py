@@ -4,7 +4,7 @@
 # The GPU runtime's argument checking, planning and launching without torch
 # or a GPU: duck-typed fake tensors (shape, dtype string, device,
 # contiguity, data_ptr) go through CompiledFlowGPU.plan / run_step (which
-# validate with the shared vortex.runtime.manifest.validate_step) with the device
+# validate with the shared vortex.runtime.validate.validate_step) with the device
 # state, torch and the driver launch replaced by recorders. Checks: symbols
 # bound consistently (rows / total / num_blocks / num_new), a ValueError
 # naming the argument for every kind of bad input (missing, not a tensor,
@@ -29,6 +29,7 @@ import sys
 import numpy as np
 
 from vortex.runtime import manifest as mf
+from vortex.runtime import validate as va
 from vortex.runtime import cuda as rt
 from vortex.runtime import driver as drv_mod
 from vortex.runtime import plan as lp
@@ -573,26 +574,26 @@ except ValueError as err:
 
 # validate_step directly: symbols of each step.
 ts = problem()
-syms = mf.validate_step(man, "indexer", ts, ("cuda", 0))
+syms = va.validate_step(man, "indexer", ts, ("cuda", 0))
 report(syms == {"rows": ROWS, "total": TOTAL, "num_blocks": NB},
        "validate_step: indexer binds rows / total / num_blocks", syms)
-syms = mf.validate_step(man, "cache", ts, ("cuda", 0))
+syms = va.validate_step(man, "cache", ts, ("cuda", 0))
 report(syms == {"num_blocks": NB, "num_new": NEW},
        "validate_step: cache binds num_blocks / num_new", syms)
 no_kv = {n: t for n, t in ts.items() if n not in ("k", "v")}
 try:
-    mf.validate_step(man, "indexer", no_kv, ("cuda", 0))
+    va.validate_step(man, "indexer", no_kv, ("cuda", 0))
     report(False, "validate_step: every argument is required by default",
            "no error")
 except ValueError as err:
     report("k: missing" in str(err),
            "validate_step: every argument is required by default", err)
-syms = mf.validate_step(man, "indexer", no_kv, ("cuda", 0), may_omit=["k", "v"])
+syms = va.validate_step(man, "indexer", no_kv, ("cuda", 0), may_omit=["k", "v"])
 report(syms == {"rows": ROWS, "total": TOTAL, "num_blocks": NB},
        "validate_step: may_omit arguments may be absent (num_blocks then "
        "from the fields)", syms)
 try:
-    mf.validate_step(man, "indexer",
+    va.validate_step(man, "indexer",
                      dict(no_kv, min=FakeTensor((NB + 1, 1, 128), BF16)),
                      ("cuda", 0), may_omit=["k", "v"])
     report(False, "validate_step: without k, the fields must agree",
@@ -602,11 +603,11 @@ except ValueError as err:
            "with rows=6 (from dense_kv_indptr), total=300 (from "
            "dense_kv_indices), num_blocks=400 (from max)" in str(err),
            "validate_step: without k, the fields must agree", err)
-syms = mf.validate_step(man, "indexer", ts, ("cuda", 0), may_omit=["k", "v"])
+syms = va.validate_step(man, "indexer", ts, ("cuda", 0), may_omit=["k", "v"])
 report(syms == {"rows": ROWS, "total": TOTAL, "num_blocks": NB},
        "validate_step: may_omit arguments are checked when given", syms)
 try:
-    mf.validate_step(man, "indexer", dict(ts, v=FakeTensor((NB, 16, 128), F32)),
+    va.validate_step(man, "indexer", dict(ts, v=FakeTensor((NB, 16, 128), F32)),
                      ("cuda", 0), may_omit=["k", "v"])
     report(False, "validate_step: a given may_omit argument is validated",
            "no error")
@@ -614,7 +615,7 @@ except ValueError as err:
     report("v: dtype torch.float32" in str(err),
            "validate_step: a given may_omit argument is validated", err)
 try:
-    mf.validate_step(man, "indexer", ts, ("cpu", None))
+    va.validate_step(man, "indexer", ts, ("cpu", None))
     report(False, "validate_step: device type of the step", "no error")
 except ValueError as err:
     report("q: on cuda, the flow runs on cpu" in str(err),
@@ -637,13 +638,13 @@ mcpu = mf.Manifest(cpu)
 cache = {n: np.zeros(s, np.float32) for n, (s, _) in
          mcpu.cache_shapes(NB).items()}
 nd = dict(cache, block_ids=np.arange(NEW, dtype=np.int32))
-report(mf.validate_step(mcpu, "cache", nd, ("cpu", None)) ==
+report(va.validate_step(mcpu, "cache", nd, ("cpu", None)) ==
        {"num_blocks": NB, "num_new": NEW}, "numpy: a good cache step")
 
 
 def np_error(what, needle, tensors, device=("cpu", None), m=mcpu):
     try:
-        mf.validate_step(m, "cache", tensors, device)
+        va.validate_step(m, "cache", tensors, device)
     except ValueError as err:
         report(needle in str(err), f"numpy error: {what}", err)
         return
@@ -669,7 +670,7 @@ np_error("numpy arrays for a CUDA manifest", "k: on cpu, the flow runs on "
 
 def csr_error(what, needle, *args, **kw):
     try:
-        mf.check_csr(*args, **kw)
+        va.check_csr(*args, **kw)
     except ValueError as err:
         report(needle in str(err), f"check_csr: {what}", err)
         return
@@ -677,11 +678,11 @@ def csr_error(what, needle, *args, **kw):
 
 
 try:
-    mf.check_csr([0, 2, 2, 5], [4, 0, 1, 2, 3], num_blocks=5, rows=3,
+    va.check_csr([0, 2, 2, 5], [4, 0, 1, 2, 3], num_blocks=5, rows=3,
                  unique=True)
-    mf.check_csr(np.array([0, 2, 4], np.int32), np.array([1, 1, 1, 1]),
+    va.check_csr(np.array([0, 2, 4], np.int32), np.array([1, 1, 1, 1]),
                  num_blocks=2)
-    mf.check_csr([0], [], num_blocks=0, rows=0)
+    va.check_csr([0], [], num_blocks=0, rows=0)
     report(True, "check_csr: good CSRs pass (lists and arrays, repeats "
            "without unique, no rows)")
 except ValueError as err:
