@@ -18,13 +18,13 @@ LearnedDescriptor's descriptors) equal the model's to rtol 1e-4 (f32 flow,
 float64 model), the selection equals the model's exactly (random data, no
 near ties), and a layer outside the lookup is refused with nothing written.
 
-With --full (both modes), also `learned_factorized`: the shipped
-learned_factorized_block_sparse_attention at its size (H 8, m 2, r 8,
-blocks of 16, head dim 128; f32, random weights): --build prints its
-compile time (ptxas included; its cache kernel unrolls 262144
-multiply-adds per thread, docs/python.md "Learned ops"), --run checks its
-descriptors against a float64 einsum (rtol 1e-4, atol 1e-4 of the largest)
-and its selection against the float64 one.
+`learned_factorized` is the shipped learned_factorized_block_sparse_attention
+at its size (H 8, m 2, r 8, blocks of 16, head dim 128; f32, random
+weights), whose cache kernel runs its 262144-multiply-add contraction as
+loops (the rolled contraction, docs/python.md "Learned ops"): --build
+prints its compile time (ptxas included), --run checks its descriptors
+against a float64 einsum (rtol 1e-4, atol 1e-4 of the largest) and its
+selection against the float64 one.
 Exit 0 when every check passes, 1 otherwise, 2 when nothing was checked.
 """
 
@@ -85,13 +85,11 @@ def full_flow():
                   Wq[0].double().numpy())
 
 
-def build(out, chip, full):
+def build(out, chip):
     for name, (flow, _, _) in flows().items():
         path = vortex.compile(flow, lm.CONFIG, target=chip, name=name,
                               out_dir=out)
         print(f"built {name}: {path}")
-    if not full:
-        return 0
     start = time.perf_counter()
     path = vortex.compile(full_flow()[0], FULL, target=chip,
                           name="learned_factorized", out_dir=out)
@@ -147,7 +145,7 @@ def check_full(out, dev, report):
            f"learned_factorized on {dev.type}: selection == float64 model")
 
 
-def run(out, full):
+def run(out):
     # A CPU build (--chip cpu) runs here too: the same checks, no GPU.
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
@@ -204,8 +202,7 @@ def run(out, full):
             report("layer" in str(e) and same and bool((sp0 == -7).all()),
                    f"{name}: a layer outside the lookup refused, nothing "
                    "written", str(e))
-    if full:
-        check_full(out, dev, report)
+    check_full(out, dev, report)
     print(f"{passed} passed, {failed} failed")
     if passed + failed == 0:
         return 2
@@ -217,12 +214,10 @@ def main():
     p.add_argument("--build", metavar="DIR")
     p.add_argument("--run", metavar="DIR")
     p.add_argument("--chip", default="sm_90")
-    p.add_argument("--full", action="store_true",
-                   help="also the shipped learned_factorized flow at its size")
     a = p.parse_args()
     if bool(a.build) == bool(a.run):
         p.error("give exactly one of --build and --run")
-    return build(a.build, a.chip, a.full) if a.build else run(a.run, a.full)
+    return build(a.build, a.chip) if a.build else run(a.run)
 
 
 if __name__ == "__main__":
