@@ -2,25 +2,36 @@
 benchmark; it lives beside the other device checks that need artifacts
 built on a machine with MLIR).
 
-  # here (MLIR): trace and compile the two flows for a chip
+  # here (MLIR): trace and compile the flows for a chip
   python3 bench/learned_gpu_check.py --build .device-artifacts/learned
   # on the GPU machine (torch, CUDA, no MLIR)
   python3 bench/learned_gpu_check.py --run .device-artifacts/learned
 
 The flows and the float64 numpy model are test/Python/Inputs/learned_model.py
-(the same as the CPU tests, test/Python/cpu/learned_layers.py): FactorScore
-with a per-layer Wq behind the lookup [2, 0, 1, 1], and LearnedQuery with
-Wq = Wk = None times a per-layer u. One compiled flow is loaded once with
-all layers bound; each call's `layer=` selects the weights. Per layer, on
-the GPU: the saved score equals the model's to rtol 1e-4 (f32 flow, float64
-model), the selection equals the model's exactly (random data, no near
-ties), and a layer outside the lookup is refused with nothing written.
+(the same as the CPU tests, test/Python/cpu/learned_layers.py and
+test/Python/eager/learned_descriptor.py): FactorScore with a per-layer Wq
+behind the lookup [2, 0, 1, 1], LearnedQuery with Wq = Wk = None times a
+per-layer u, and LearnedDescriptor (per-layer Wt, Wk) feeding FactorScore.
+One compiled flow is loaded once with all layers bound; each call's
+`layer=` selects the weights. Per layer, on the GPU: the saved score (and
+LearnedDescriptor's descriptors) equal the model's to rtol 1e-4 (f32 flow,
+float64 model), the selection equals the model's exactly (random data, no
+near ties), and a layer outside the lookup is refused with nothing written.
+
+`learned_factorized` is the shipped learned_factorized_block_sparse_attention
+at its size (H 8, m 2, r 8, blocks of 16, head dim 128; f32, random
+weights), whose cache kernel runs its 262144-multiply-add contraction as
+loops (the rolled contraction, docs/python.md "Learned ops"): --build
+prints its compile time (ptxas included), --run checks its descriptors
+against a float64 einsum (rtol 1e-4, atol 1e-4 of the largest) and its
+selection against the float64 one.
 Exit 0 when every check passes, 1 otherwise, 2 when nothing was checked.
 """
 
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -30,29 +41,108 @@ sys.path.insert(0, os.path.join(ROOT, "test", "Python", "Inputs"))
 import learned_model as lm  # noqa: E402
 
 import vortex  # noqa: E402
+from vortex.flows.learned_factorized_block_sparse_attention import (  # noqa: E402
+    LearnedFactorizedBlockSparseAttention)
+from vortex.semantics import reference  # noqa: E402
+
+#: The shipped learned_factorized flow's size, in f32.
+FULL = vortex.FlowConfig(intermediate_dtype="f32", kv_dtype="f32")
+FH, FM, FR = 8, 2, 8
 
 
 def flows():
-    """The two flows with fixed weights (seeded: build and run agree)."""
+    """The flows with fixed weights (seeded: build and run agree): name ->
+    (flow, score model, descriptor model or None)."""
     g = torch.Generator().manual_seed(5)
     Wq = torch.randn(lm.L, lm.H, lm.D, lm.R, generator=g)
     u = torch.randn(lm.L, 1, lm.D, generator=g)
+    Wt = torch.randn(lm.L, lm.H, lm.BS, lm.M, generator=g)
+    Wk = torch.randn(lm.L, lm.H, lm.D, lm.R, generator=g)
     return {
         "factor_score": (lm.FactorScoreFlow(Wq), lambda q, k, ip, ids, layer:
-                         lm.fs_scores(q, k, Wq, ip, ids, layer)),
+                         lm.fs_scores(q, k, Wq, ip, ids, layer), None),
         "learned_query": (lm.LearnedQueryFlow(None, None, u, identity=True),
                           lambda q, k, ip, ids, layer: lm.lq_scores(
                               q, k, None, None, u, ip, ids, layer,
-                              identity=True)),
+                              identity=True), None),
+        "learned_descriptor": (
+            lm.LearnedDescriptorFlow(Wt, Wk, Wq),
+            lambda q, k, ip, ids, layer: lm.ld_scores(
+                q, k, Wt, Wk, Wq, ip, ids, layer),
+            lambda k, layer: lm.descriptors(k, Wt, Wk, layer)),
     }
 
 
+def full_flow():
+    """learned_factorized_block_sparse_attention at its size, seeded."""
+    g = torch.Generator().manual_seed(6)
+    D, bs = FULL.head_dim, FULL.block_size
+    Wt = torch.randn(1, FH, bs, FM, generator=g) / bs
+    Wk = torch.randn(1, FH, D, FR, generator=g) / D ** 0.5
+    Wq = torch.randn(1, FH, D, FR, generator=g) / D ** 0.5
+    flow = LearnedFactorizedBlockSparseAttention(Wt, Wk, Wq, FH, FM, FR, bs, D)
+    return flow, (Wt[0].double().numpy(), Wk[0].double().numpy(),
+                  Wq[0].double().numpy())
+
+
 def build(out, chip):
-    for name, (flow, _) in flows().items():
+    for name, (flow, _, _) in flows().items():
         path = vortex.compile(flow, lm.CONFIG, target=chip, name=name,
                               out_dir=out)
         print(f"built {name}: {path}")
+    start = time.perf_counter()
+    path = vortex.compile(full_flow()[0], FULL, target=chip,
+                          name="learned_factorized", out_dir=out)
+    print(f"built learned_factorized: {path} "
+          f"({time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def check_full(out, dev, report):
+    """The shipped flow's descriptors and selection, against float64."""
+    flow, (wt, wk, wq) = full_flow()
+    compiled = vortex.load(os.path.join(out, "learned_factorized.manifest"
+                                        ".json"),
+                           device=0 if dev.type == "cuda" else None,
+                           params=flow.parameters())
+    rng = np.random.default_rng(9)
+    D, bs, G = FULL.head_dim, FULL.block_size, FULL.group_size
+    lengths = (3, 40, 100, 257)
+    nb = sum(lengths) + 5
+    k = rng.standard_normal((nb, bs, D)).astype(np.float32)
+    q = rng.standard_normal((len(lengths), G, D)).astype(np.float32)
+    ids = rng.permutation(nb)[:sum(lengths)].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    cache = compiled.allocate_cache(nb)
+    cache["k"].copy_(torch.from_numpy(k).to(dev))
+    tids = torch.from_numpy(ids).to(dev)
+    compiled.cache_step(cache, tids, layer=0)
+    sp, si = compiled.indexer(torch.from_numpy(q).to(dev), cache,
+                              torch.from_numpy(indptr).to(dev), tids,
+                              layer=0)
+    g = np.einsum("nsd,hsj,hdr->nhjr", k.astype(np.float64), wt, wk)
+    got = cache["descriptors"][tids.long()].double().cpu().numpy()
+    want = g.reshape(nb, FH * FM, FR)[ids]
+    tol = 1e-4 * np.abs(want).max()
+    report(np.allclose(got, want, rtol=1e-4, atol=tol),
+           f"learned_factorized on {dev.type}: descriptors == float64 "
+           "einsum (rtol 1e-4)", f"max |err| {np.abs(got - want).max():.2e}")
+    u = np.einsum("bhe,her->bhr", q.astype(np.float64), wq)
+    score = np.zeros(len(ids))
+    for r in range(len(lengths)):
+        s = np.einsum("hr,nhjr->nhj", u[r],
+                      g.reshape(nb, FH, FM, FR)[ids[indptr[r]:indptr[r + 1]]])
+        score[indptr[r]:indptr[r + 1]] = s.max(axis=2).sum(axis=1)
+    rcfg = reference.Config.from_dict(dict(
+        block_size=bs, head_dim=D, group_size=G, topk_val=FULL.topk_val,
+        topk_ratio=FULL.topk_ratio, reserved_bos=FULL.reserved_bos,
+        reserved_eos=FULL.reserved_eos))
+    want_ip, want_ix = reference.topk_select(
+        score, reference.Csr(indptr, ids), rcfg)
+    sp, si = sp.cpu(), si.cpu()
+    report(sp.tolist() == list(want_ip) and
+           si[:int(sp[-1])].tolist() == list(want_ix),
+           f"learned_factorized on {dev.type}: selection == float64 model")
 
 
 def run(out):
@@ -72,7 +162,7 @@ def run(out):
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'}: {what} {detail}")
 
-    for name, (flow, model) in flows().items():
+    for name, (flow, model, desc_model) in flows().items():
         path = os.path.join(out, f"{name}.manifest.json")
         compiled = vortex.load(path, device=0 if cuda else None,
                                params=flow.parameters())
@@ -93,6 +183,13 @@ def run(out):
                    si[:int(sp[-1])].tolist() == list(want_ix),
                    f"{name} on {dev.type}, layer {layer}: score (rtol 1e-4) and "
                    "selection == float64 model", f"max |err| {err:.2e}")
+            if desc_model is not None:
+                got = cache["g"][tids.long()].double().cpu().numpy()
+                want = desc_model(k, layer)[ids]
+                report(np.allclose(got, want, rtol=1e-4, atol=1e-4),
+                       f"{name} on {dev.type}, layer {layer}: descriptors "
+                       "(rtol 1e-4) == float64 model",
+                       f"max |err| {np.abs(got - want).max():.2e}")
         sp0 = torch.full_like(tip, -7)
         si0 = torch.full_like(tids, -7)
         before = {n: t.clone() for n, t in cache.items()}
@@ -105,6 +202,7 @@ def run(out):
             report("layer" in str(e) and same and bool((sp0 == -7).all()),
                    f"{name}: a layer outside the lookup refused, nothing "
                    "written", str(e))
+    check_full(out, dev, report)
     print(f"{passed} passed, {failed} failed")
     if passed + failed == 0:
         return 2

@@ -100,8 +100,19 @@ TileRef TileBuilder::loadTile(Value value, Value memref, Value rowBase,
                               bool isScratch, bool streaming) {
   TileRef shape = loadedLayout(cast<VTensorType>(value.getType()));
   Type storage = cast<MemRefType>(memref.getType()).getElementType();
-  return tileFromRows(value, loadRowVectors(memref, rowBase, *shape, storage,
-                                            isScratch, streaming));
+  TileRef t = tileFromRows(value, loadRowVectors(memref, rowBase, *shape,
+                                                 storage, isScratch,
+                                                 streaming));
+  int64_t stride = isScratch ? t->d1 : t->realD1;
+  int64_t rowsStored = isScratch ? t->d0 : t->realD0;
+  if (!t->distributed && t->d0 == rowsStored && t->d1 == stride)
+    t->load = [memref, rowBase, rowsStored, stride](Gen &g, Value r,
+                                                    Value e) {
+      Value base = g.mul(rowBase, g.idx(rowsStored * stride));
+      Value at = g.add(base, g.add(g.mul(r, g.idx(stride)), e));
+      return g.toF32(g.load(memref, at));
+    };
+  return t;
 }
 
 /// Every (r, e) element of a tile, in row-major order.

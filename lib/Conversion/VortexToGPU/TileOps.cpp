@@ -256,6 +256,14 @@ TileRef TileBuilder::reduceRows(TileRef in, VTensorType resultType,
   return out;
 }
 
+/// Multiply-adds above which a contraction of two loaded replicated tiles is
+/// emitted as loops: unrolled, 262144 of them (a [16, 128] block against a
+/// [128, 128] parameter) made 24 MB of PTX and more than 10 minutes of
+/// ptxas; the shipped flows' contractions stay below.
+static constexpr int64_t kRolledContraction = 16384;
+/// The unroll of a rolled contraction's K loop (at most; a divisor of K).
+static constexpr int64_t kRolledUnroll = 8;
+
 /// O[a, b] = sum_k Y[a, k] X[b, k], replicated.
 TileRef TileBuilder::contract(TileRef x, TileRef y, VTensorType resultType) {
   FailureOr<TileLayout> layout = contractLayout(*x, *y, resultType);
@@ -263,6 +271,9 @@ TileRef TileBuilder::contract(TileRef x, TileRef y, VTensorType resultType) {
     unsupported = true;
     return makeTile(resultType, false);
   }
+  if (entryBlock && !x->distributed && x->load && y->load &&
+      layout->shape.d0 * layout->shape.d1 * x->width() > kRolledContraction)
+    return contractRolled(*x, *y, layout->shape);
   TileRef out = makeTile(layout->shape);
   SmallVector<Value> values;
   Gen g = gen();
@@ -283,6 +294,61 @@ TileRef TileBuilder::contract(TileRef x, TileRef y, VTensorType resultType) {
   int64_t width = out->d1;
   out->at = [values, width](int64_t r, int64_t e) {
     return values[r * width + e];
+  };
+  return out;
+}
+
+/// The contraction as loops over the result's real elements and K (K
+/// unrolled by up to kRolledUnroll, summed in the unrolled order), reading
+/// both operands from their buffers; the result goes to a per-thread buffer
+/// (allocated at the kernel's entry) that its uses read.
+TileRef TileBuilder::contractRolled(const Tile &x, const Tile &y,
+                                    const TileShape &shape) {
+  Gen g = gen();
+  int64_t k = x.width();
+  int64_t unroll = kRolledUnroll;
+  while (k % unroll != 0)
+    unroll /= 2;
+  auto bufType = MemRefType::get({shape.d0 * shape.d1}, g.b.getF32Type());
+  Value buf;
+  {
+    // Not in the item's loop: an alloca there would grow the stack on
+    // every iteration.
+    OpBuilder::InsertionGuard guard(g.b);
+    g.b.setInsertionPointToStart(entryBlock);
+    buf = memref::AllocaOp::create(g.b, g.loc, bufType);
+  }
+  int64_t width = shape.d1;
+  auto xLoad = x.load, yLoad = y.load;
+  g.forLoop(g.idx(0), g.idx(shape.realD0), {},
+            [&](Gen &ga, Value a, ValueRange) {
+    ga.forLoop(ga.idx(0), ga.idx(shape.realD1), {},
+               [&](Gen &gc, Value c, ValueRange) {
+      auto sum = scf::ForOp::create(
+          gc.b, gc.loc, gc.idx(0), gc.idx(k), gc.idx(unroll),
+          ValueRange{gc.f32(0.0)},
+          [&](OpBuilder &nb, Location l, Value e0, ValueRange acc) {
+            Gen ge{nb, l};
+            Value v = acc[0];
+            for (int64_t u = 0; u < unroll; ++u) {
+              Value e = ge.add(e0, ge.idx(u));
+              v = ge.addF(v, ge.mulF(yLoad(ge, a, e), xLoad(ge, c, e)));
+            }
+            scf::YieldOp::create(nb, l, v);
+          });
+      gc.store(sum.getResult(0), buf, gc.add(gc.mul(a, gc.idx(width)), c));
+      return SmallVector<Value>{};
+    });
+    return SmallVector<Value>{};
+  });
+  TileRef out = makeTile(shape);
+  int64_t realD0 = shape.realD0, realD1 = shape.realD1;
+  out->at = [this, buf, width, realD0, realD1](int64_t r, int64_t e) {
+    Gen g = gen();
+    // Padded result lanes hold no value until a mask gives them one.
+    if (r >= realD0 || e >= realD1)
+      return g.f32(0.0);
+    return g.load(buf, g.idx(r * width + e));
   };
   return out;
 }

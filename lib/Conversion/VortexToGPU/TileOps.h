@@ -53,6 +53,10 @@ struct Tile : TileShape {
   /// A loaded tile's row vectors in their storage type (empty otherwise):
   /// what a lowering that packs elements reads instead of `at`.
   SmallVector<Value> storageRows;
+  /// Element (r, e) at dynamic indices as f32, read from the buffer: set for
+  /// a loaded replicated tile without padding (null otherwise), what a
+  /// rolled contraction reads.
+  std::function<Value(Gen &, Value r, Value e)> load;
 
   /// Element (r, e) of a result with `outD1` columns that this tile is an
   /// operand of, broadcast as elementwise ops do: an extent of 1 is read at
@@ -130,6 +134,8 @@ public:
   TileRef lower(Operation *op);
 
   OpBuilder *builder = nullptr;
+  /// The kernel's entry block, where per-thread buffers are allocated.
+  Block *entryBlock = nullptr;
   Location loc;
   Value laneInItem;
   bool unsupported = false;
@@ -182,6 +188,7 @@ public:
   TileRef reduceRows(TileRef in, VTensorType resultType, ReduceKind kind,
                      int64_t group, int64_t realCount);
   TileRef contract(TileRef x, TileRef y, VTensorType resultType);
+  TileRef contractRolled(const Tile &x, const Tile &y, const TileShape &shape);
   Value clusterReduce(Value v, ReduceKind kind);
 };
 

@@ -732,6 +732,7 @@ LogicalResult TileKernel::emitKernel(StringRef name) {
   int64_t threads = plan.threads;
   gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, threads);
   func->setAttr("vortex.plan", planAttr(root->getContext(), ctx, plan));
+  entryBlock = &func.getBody().front();
   for (auto [i, p] : llvm::enumerate(params))
     if (p.isBuffer)
       buffers[StringRef(p.name)] = func.getArgument(i);

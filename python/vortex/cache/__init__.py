@@ -7,30 +7,20 @@ MaskSlice, Reshape), `op(x, y, output, loc=loc, ctx=ctx)` (binary ops,
 GeMM), `Fill(alpha)(dest, loc=loc, ctx=ctx)`. A cache field as `output` is
 written back (`vortex.write`); `None` leaves a ragged intermediate, which
 the op returns. As in vortex_torch there is no Sum, GeMV, Transpose or Kron
-on the cache side. LearnedDescriptor exists by name only.
+on the cache side. `LearnedDescriptor(Wt, Wk, H, m, r)`, `op(latent,
+descriptors, loc=loc, ctx=ctx)`, traces to several ops (cache/learned.py).
 """
 
-from ..abs.op import UnsupportedOp, unknown_op_getattr
+from ..abs.op import unknown_op_getattr
 from ..indexer.context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Exp, Log, Maximum, Minimum,
                           Multiply, Relu, Sigmoid, Silu, WhereEqual,
                           WhereGreater, WhereGreaterEqual, WhereLess,
                           WhereLessEqual, WhereNotEqual)
+from .learned import LearnedDescriptor
 from .ops import Fill, GeMM, MaskSlice, Reshape
 from .reduce import (L2Norm, L2NormInterleave, Max, MaxInterleave, Mean,
                      MeanInterleave, Min, MinInterleave, ReduceInterleave)
-
-
-class LearnedDescriptor(UnsupportedOp):
-    reason = ("its token mixing g[h, m] = sum_t Wt[l, h, t, m] x[t] "
-              "Wk[l, h] contracts a block's token axis, which no cache op "
-              "does (GeMM contracts channels; the cache side has no "
-              "Transpose); folded into one [H*m*r, block_size*d] matrix per "
-              "layer it is exact on the CPU, but the GPU cache kernel "
-              "unrolls it (20 MB of PTX at block_size 16, head_dim 128) "
-              "and MLA sizes exceed the verifier's bound on a value. Its "
-              "indexer half, FactorScore, is supported on any [H*m, r] "
-              "field")
 
 
 __all__ = [

@@ -9,7 +9,8 @@ and vortex_torch's 4 MLA flows (`vFlowMLA`, `algorithms_mla.py`) at
 GLM-4.7-Flash's shape: 20 query heads over one latent of 512 + 64,
 blocks of 32 (`MLA`).
 `LEARNED` does the same for examples/learned/: the flows of vortex_torch's
-learned ops with per-layer weights (LearnedQuery, FactorScore), whose
+learned ops with per-layer weights (LearnedQuery, FactorScore,
+LearnedDescriptor), whose
 parameters are bound at load (the checks that need only a flow's IR, such
 as the numerics against the float64 reference of every example, read
 examples/*.mlir and SHIPPED).
@@ -31,7 +32,8 @@ from . import (  # noqa: F401
     block_sparse_attention, centered_block_sparse_attention,
     factor_score_block_sparse_attention, gqa_block_sparse_attention, gqa_h2o_sparse_attention,
     gqa_h2o_token_sparse_attention, gqa_quest_sparse_attention,
-    h2o_sparse_attention, h2o_token_sparse_attention, learned_query,
+    h2o_sparse_attention, h2o_token_sparse_attention,
+    learned_factorized_block_sparse_attention, learned_query,
     learned_query_block_sparse_attention,
     lserve_centroid_sparse_attention, lserve_sparse_attention,
     masked_quest_sparse_attention, running_avg_block_sparse,
@@ -94,6 +96,7 @@ MLA = [n for n, s in SHIPPED.items() if s.config.is_mla]
 LEARNED: Dict[str, ShippedFlow] = {
     name: ShippedFlow(name, _DEFAULT, name) for name in (
         "factor_score_block_sparse_attention",
+        "learned_factorized_block_sparse_attention",
         "learned_query_block_sparse_attention")
 }
 

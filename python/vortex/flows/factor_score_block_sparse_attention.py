@@ -6,10 +6,9 @@ block score (FactorScore) over per-block descriptors of a plain field.
     u_h        = Wq[l, h]^T q_h                                  (indexer side)
     score(p)   = sum_h max_m < u_h , c_p[h m + m'] >
 
-vortex_torch's learned_factorized_block_sparse_mla writes the descriptors
-with LearnedDescriptor (MLA latent, learned token mixing), which vortex does
-not support; here head h's m landmarks are the h-th group of m channel
-chunks of the block's centroid. `Wq` is `[L, H, d, r]` per layer (its
+Here head h's m landmarks are the h-th group of m channel chunks of the
+block's centroid (learned_factorized_block_sparse_attention learns them
+with LearnedDescriptor). `Wq` is `[L, H, d, r]` per layer (its
 Parameter's lookup maps a global layer id to a row); untrained (no weights
 given), Wq[h] sums q_h's channel chunks: Wq[h][e, i] = [e mod r == i].
 """

@@ -224,7 +224,8 @@ class TraceContext(ContextBase):
             if bound is None and not x.operand:
                 self.error(f"argument '{argname}' is a rank-4 Parameter "
                            f"{list(x.data.shape)}: the weights of an op "
-                           "(LearnedQuery, FactorScore), not an operand")
+                           "(LearnedQuery, FactorScore, LearnedDescriptor), "
+                           "not an operand")
             if bound is None:
                 self.error(f"argument '{argname}' is a Parameter that is not "
                            "an attribute of this flow (assign it to self in "

@@ -47,7 +47,7 @@ __all__ = ["FactorScore", "LearnedQuery"]
 class _Learned(TracedOp):
     """Per-layer `[L, H, d, r]` weights and their lookup."""
 
-    def _weights(self, name: str, w: Any):
+    def _weights(self, name: str, w: Any, layout: str = "[L, H, d, r]"):
         """`w` (a tensor or a Parameter) as a rank-4 tensor; a Parameter's
         lookup is taken when the op has none."""
         if isinstance(w, Parameter):
@@ -57,7 +57,7 @@ class _Learned(TracedOp):
         shape = getattr(w, "shape", None)
         if shape is None or len(shape) != 4 or min(shape) < 1:
             raise self._bad_argument(
-                f"{name} must be a [L, H, d, r] tensor or Parameter, got "
+                f"{name} must be a {layout} tensor or Parameter, got "
                 f"{list(shape) if shape is not None else type(w).__name__}")
         return w
 

@@ -36,6 +36,7 @@ from ..abs.parameter import Parameter
 from ..abs.tensor import FORMAT
 from ..runtime.attention import check_decode
 from ..environment import import_torch
+from ..cache.learned import learned_descriptor
 from ..flow import registry
 from ..flow.flow import declare_cache, mla_dims
 from ..frontend.oplib import CacheBinary, CacheUnary
@@ -222,6 +223,12 @@ def _factor_score(op, ctx: EagerContext, q, descriptors):
     return FORMAT.RAGGED, s.amax(dim=2).sum(dim=1)[:, None, None]
 
 
+def _learned_descriptor(op, ctx: EagerContext, latent):
+    """g[h*m + j] = sum_s Wt[l, h, s, j] x[s] Wk[l, h], per block."""
+    fmt, (x,) = ctx.operands(latent)
+    return fmt, learned_descriptor(op, x, ctx.layer)
+
+
 _SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
     "relu": _unary(lambda x, a, b: torch.where(x >= a, x, torch.full_like(x, b))),
     "sigmoid": _unary(lambda x, a, b: 1.0 / (1.0 + torch.exp(b * x + a))),
@@ -256,6 +263,7 @@ _SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
     "mask_slice": _mask_slice,
     "learned_query": _learned_query,
     "factor_score": _factor_score,
+    "learned_descriptor": _learned_descriptor,
 }
 
 

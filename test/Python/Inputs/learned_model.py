@@ -1,6 +1,8 @@
-"""Flows with per-layer weights (LearnedQuery, FactorScore, a per-layer
-Parameter) and their float64 numpy model, shared by
-test/Python/eager/learned_ops.py and test/Python/cpu/learned_layers.py.
+"""Flows with per-layer weights (LearnedQuery, FactorScore,
+LearnedDescriptor, a per-layer Parameter) and their float64 numpy model,
+shared by test/Python/eager/learned_ops.py,
+test/Python/eager/learned_descriptor.py and
+test/Python/cpu/learned_layers.py.
 
 Sizes: L = 3 weight rows, reached through the lookup LOOKUP (global layer
 id -> row); H = 2 query heads (group size 2), D = 16, rank R = 4, M = 2
@@ -17,6 +19,7 @@ import numpy as np
 
 import vortex
 from vortex.abs import Parameter
+from vortex.cache import LearnedDescriptor
 from vortex.cache import Mean as CMean
 from vortex.cache import Reshape as CReshape
 from vortex.flow import vFlow
@@ -86,6 +89,31 @@ class FactorScoreFlow(vFlow):
         return {"g": (H * M, R), "probe": (1, 1)}
 
 
+class LearnedDescriptorFlow(vFlow):
+    """FactorScoreFlow with learned descriptors: g_p = LearnedDescriptor(
+    Wt, Wk) of the block's keys."""
+
+    def __init__(self, Wt, Wk, Wq):
+        super().__init__()
+        self.Wt = Parameter(Wt, LOOKUP)              # [L, H, BS, M]
+        self.Wk = Parameter(Wk, LOOKUP)              # [L, H, D, R]
+        self.Wq = Parameter(Wq, LOOKUP)              # [L, H, D, R]
+        self.score = FactorScore(self.Wq, H, M, R)
+        self.save, self.out = Save(), topK()
+        self.descriptor = LearnedDescriptor(self.Wt, self.Wk, H, M, R)
+
+    def forward_indexer(self, q, o, cache, ctx):
+        score = self.score(q, cache["g"], ctx=ctx)
+        self.save(score, cache["probe"], ctx=ctx)
+        self.out(score, o, ctx=ctx)
+
+    def forward_cache(self, cache, loc, ctx):
+        self.descriptor(cache["k"], cache["g"], loc=loc, ctx=ctx)
+
+    def create_cache(self, block_size, head_dim):
+        return {"g": (H * M, R), "probe": (1, 1)}
+
+
 # ---------------------------------------------------------------------------
 # The float64 model
 # ---------------------------------------------------------------------------
@@ -122,11 +150,27 @@ def lq_scores(q, k, Wq, Wk, u, indptr, ids, layer, identity=False):
     return score
 
 
-def fs_scores(q, k, Wq, indptr, ids, layer):
-    """The score per CSR position of FactorScoreFlow."""
+def descriptors(k, Wt, Wk, layer):
+    """[num_blocks, H*M, R]: g[h M + j] = sum_s Wt[l, h, s, j] k_s Wk[l, h],
+    by loops over the heads, landmarks and tokens."""
+    k = np.asarray(k, np.float64)
+    wt = np.asarray(Wt, np.float64)[LOOKUP[layer]]      # [H, BS, M]
+    wk = np.asarray(Wk, np.float64)[LOOKUP[layer]]      # [H, D, R]
+    g = np.zeros((k.shape[0], H, M, R))
+    for h in range(H):
+        for j in range(M):
+            for s in range(k.shape[1]):
+                g[:, h, j] += wt[h, s, j] * (k[:, s] @ wk[h])
+    return g.reshape(k.shape[0], H * M, R)
+
+
+def fs_scores(q, k, Wq, indptr, ids, layer, g=None):
+    """The score per CSR position of FactorScoreFlow (descriptors `g`
+    [num_blocks, H*M, R]; default: the centroids' chunks)."""
     q = np.asarray(q, np.float64)
     w = np.asarray(Wq, np.float64)[LOOKUP[layer]]       # [H, D, R]
-    g = centroids(k).reshape(-1, H, M, R)
+    g = centroids(k) if g is None else np.asarray(g, np.float64)
+    g = g.reshape(-1, H, M, R)
     score = np.zeros(len(ids))
     for r in range(len(indptr) - 1):
         u = [w[h].T @ q[r, h] for h in range(H)]         # [R] per head
@@ -134,6 +178,12 @@ def fs_scores(q, k, Wq, indptr, ids, layer):
             score[s] = sum(max(u[h] @ g[ids[s], h, m] for m in range(M))
                            for h in range(H))
     return score
+
+
+def ld_scores(q, k, Wt, Wk, Wq, indptr, ids, layer):
+    """The score per CSR position of LearnedDescriptorFlow."""
+    return fs_scores(q, k, Wq, indptr, ids, layer,
+                     descriptors(k, Wt, Wk, layer))
 
 
 def select(score, indptr, ids):

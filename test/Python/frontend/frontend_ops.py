@@ -328,7 +328,7 @@ for mod in (I, C):
             tally(form.startswith("op(") and form.endswith("ctx=ctx)"),
                   f"{mod.__name__}.{name}: {form}")
 
-for mod, name in [(I, "MetaData"), (C, "LearnedDescriptor"),
+for mod, name in [(I, "MetaData"),
                   (vortex.abs, "Int4Packed")]:
     try:
         getattr(mod, name)()
