@@ -212,3 +212,20 @@ def problem(seed, lengths=(0, 1, 4, 6, 9, 17)):
     ids = rng.permutation(nb)[:total].astype(np.int32)
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     return q, k, indptr, ids
+
+
+def eager_step(flow, q, k, indptr, ids, layer):
+    """One eager cache step over `ids` and one eager indexer step, on
+    zeroed fields: (cache, score, sparse indptr, sparse indices)."""
+    import torch
+    from vortex.semantics import eager
+    fields = flow.create_cache(BS, D)
+    cache = {"k": torch.from_numpy(k),
+             "v": torch.zeros_like(torch.from_numpy(k))}
+    cache.update({f: torch.zeros(k.shape[0], r, c)
+                  for f, (r, c) in fields.items()})
+    eager.cache_step(flow, cache, torch.from_numpy(ids), CONFIG, layer=layer)
+    score, sp, si = eager.indexer(flow, torch.from_numpy(q), cache,
+                                  torch.from_numpy(indptr),
+                                  torch.from_numpy(ids), CONFIG, layer=layer)
+    return cache, score, sp, si

@@ -34,7 +34,6 @@ from vortex import testing
 from vortex.abs import Parameter
 from vortex.cache import LearnedDescriptor
 from vortex.frontend.errors import FlowArgumentError, FlowTraceError
-from vortex.semantics import eager
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
 import learned_model as lm  # noqa: E402
@@ -45,21 +44,6 @@ g = torch.Generator().manual_seed(7)
 
 def weights(*shape):
     return torch.randn(*shape, generator=g)
-
-
-def eager_step(flow, q, k, indptr, ids, layer):
-    fields = flow.create_cache(lm.BS, lm.D)
-    cache = {"k": torch.from_numpy(k),
-             "v": torch.zeros_like(torch.from_numpy(k))}
-    cache.update({f: torch.zeros(k.shape[0], r, c)
-                  for f, (r, c) in fields.items()})
-    eager.cache_step(flow, cache, torch.from_numpy(ids), lm.CONFIG,
-                     layer=layer)
-    score, sp, si = eager.indexer(flow, torch.from_numpy(q), cache,
-                                  torch.from_numpy(indptr),
-                                  torch.from_numpy(ids), lm.CONFIG,
-                                  layer=layer)
-    return cache, score, sp, si
 
 
 def compiled_step(compiled, q, k, indptr, ids, layer):
@@ -86,7 +70,7 @@ blocks = torch.from_numpy(ids).long()
 # 1. Eager, every layer.
 eager_out = {}
 for layer in range(len(lm.LOOKUP)):
-    cache, score, sp, si = eager_step(flow, q, k, indptr, ids, layer)
+    cache, score, sp, si = lm.eager_step(flow, q, k, indptr, ids, layer)
     eager_out[layer] = (cache["g"][blocks].detach().double().numpy(),
                         score.detach().double().numpy())
     want_g = lm.descriptors(k, Wt, Wk, layer)[ids]
@@ -126,13 +110,13 @@ for layer in range(len(lm.LOOKUP)):
 LAYER = 0
 target = lm.LearnedDescriptorFlow(weights(lm.L, lm.H, lm.BS, lm.M),
                                   weights(lm.L, lm.H, lm.D, lm.R), Wq)
-_, want, _, _ = eager_step(target, q, k, indptr, ids, LAYER)
+_, want, _, _ = lm.eager_step(target, q, k, indptr, ids, LAYER)
 tt, tk = Wt.clone().requires_grad_(), Wk.clone().requires_grad_()
 trained = lm.LearnedDescriptorFlow(tt, tk, Wq)
 opt = torch.optim.Adam([tt, tk], lr=0.03)
 losses = []
 for step in range(300):
-    _, score, _, _ = eager_step(trained, q, k, indptr, ids, LAYER)
+    _, score, _, _ = lm.eager_step(trained, q, k, indptr, ids, LAYER)
     loss = ((score - want) ** 2).mean()
     opt.zero_grad()
     loss.backward()

@@ -34,7 +34,6 @@ from vortex import testing
 from vortex.abs import Parameter
 from vortex.frontend.errors import FlowArgumentError, FlowTraceError
 from vortex.indexer import FactorScore, LearnedQuery
-from vortex.semantics import eager
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
 import learned_model as lm  # noqa: E402
@@ -48,16 +47,7 @@ def weights(*shape):
 
 
 def run_eager(flow, q, k, indptr, ids, layer):
-    nb = k.shape[0]
-    fields = flow.create_cache(lm.BS, lm.D)
-    cache = {"k": torch.from_numpy(k), "v": torch.zeros_like(
-        torch.from_numpy(k))}
-    cache.update({f: torch.zeros(nb, r, c) for f, (r, c) in fields.items()})
-    eager.cache_step(flow, cache, torch.from_numpy(ids), lm.CONFIG,
-                     layer=layer)
-    return eager.indexer(flow, torch.from_numpy(q), cache,
-                         torch.from_numpy(indptr), torch.from_numpy(ids),
-                         lm.CONFIG, layer=layer)
+    return lm.eager_step(flow, q, k, indptr, ids, layer)[1:]
 
 
 q, k, indptr, ids = lm.problem(1)
