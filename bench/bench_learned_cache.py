@@ -26,21 +26,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_indexer import copy_bandwidth, graph_of  # noqa: E402
 from learned_gpu_check import FH, FM, FR, FULL, full_flow  # noqa: E402
 
 import vortex  # noqa: E402
-
-
-def graph_of(fn):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
 
 
 def main() -> int:
@@ -52,13 +41,8 @@ def main() -> int:
     import triton.testing
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
-    x = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
-    y = torch.empty_like(x)
     s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    for _ in range(2):
-        s.record(); y.copy_(x); e.record(); e.synchronize()
-    bw = 2 * x.numel() / (s.elapsed_time(e) * 1e-3)
-    del x, y
+    bw = copy_bandwidth()
     flow, (wt, wk, _) = full_flow()
     compiled = vortex.load(
         os.path.join(args.artifacts, "learned_factorized.manifest.json"),
@@ -88,7 +72,10 @@ def main() -> int:
 
         row = []
         for fn in (ours, peer):
-            g = graph_of(fn)
+            g = graph_of(lambda _: fn(), 1, 1)
+            if g is None:
+                raise RuntimeError(f"{fn.__name__}: CUDA graph capture "
+                                   "failed")
             times = []
             for _ in range(args.reps):
                 flush.fill_(1)
