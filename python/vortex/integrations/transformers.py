@@ -134,18 +134,13 @@ class PagedVortex:
         self.layers_skip = frozenset(int(i) for i in layers_skip)
         self.decode_fast_path = decode_fast_path
         # The fast path's static form (graph-capturable): by default on
-        # CUDA for a flow that saves no state (`_static_decode`).
+        # CUDA (`_static_decode`).
         self.static_decode = static_decode
         # Fields the indexer writes (a flow's Save): state of a block that
         # only one request may own.
         m = flow.manifest
         self.saved = [n for n in m.steps["indexer"].writes
                       if m.tensors[n].role == "cache"]
-        if static_decode and self.saved:
-            raise ValueError(
-                f"static_decode: the flow saves state per block "
-                f"({', '.join(self.saved)}), which the static form's spare "
-                "row would write into block 0")
         self._fields: Dict[int, Dict[str, torch.Tensor]] = {}
         self._owners: Dict[int, tuple] = {}
         # The static decode plan of the current step (`_static_plan`).
@@ -215,13 +210,12 @@ class PagedVortex:
                 "ContinuousBatchingConfig(block_size=page_size)")
         mode = getattr(continuous_batching_config, "use_cuda_graph", None)
         graphs = mode[1] if isinstance(mode, tuple) else mode  # decode's
-        if graphs and (self.saved or self.static_decode is False or
+        if graphs and (self.static_decode is False or
                        not self.decode_fast_path):
             raise ValueError(
                 f"paged|{self.name}: CUDA graphs of decode steps need the "
-                "decode fast path in its static form, which a flow that "
-                "saves state per block cannot use and decode_fast_path=False "
-                "or static_decode=False turn off: set "
+                "decode fast path in its static form, which "
+                "decode_fast_path=False or static_decode=False turn off: set "
                 "ContinuousBatchingConfig(use_cuda_graph=False)")
         if graphs and isinstance(mode, bool):
             raise ValueError(
@@ -395,10 +389,36 @@ class PagedVortex:
 
     def _static(self, query) -> bool:
         if self.static_decode is None:
-            return query.is_cuda and not self.saved
+            return query.is_cuda
         return self.static_decode
 
-    def _static_plan(self, layer, table, ck, cq, H, tokens, dtype):
+    def _spare_page(self, cache) -> int:
+        """An engine page no request will own, taken once per engine cache
+        from its free list: the static form's spare CSR row points there, so
+        what that row saves (a flow's Save) and reads lands in a page of its
+        own, never a request's. -1 when none can be taken (another
+        transformers version, or a full cache): then the spare row uses
+        block 0, which only a flow that saves state cannot accept."""
+        page = getattr(cache, "_vortex_spare_page", None)
+        if page is not None:
+            return page
+        bm = getattr(cache, "_block_manager", None)
+        free = getattr(bm, "_uninit_block_ids", None)
+        page = -1
+        if free is not None and _version_ok("a page for the spare row") \
+                and bm.has_enough_free_blocks(1):
+            page = free.pop()    # the engine allocates from the left
+        if page < 0 and self.saved:
+            raise RuntimeError(
+                f"paged|{self.name}: the static decode form needs one free "
+                "engine page for its spare row, as the flow saves state per "
+                f"block ({', '.join(self.saved)}), and the engine gave none: "
+                "use static_decode=False")
+        cache._vortex_spare_page = page
+        return page
+
+    def _static_plan(self, layer, table, ck, cq, H, tokens, dtype,
+                     spare_page):
         """The step's static decode plan, the same for every layer: built
         by the first layer's call and reused by the later layers of the same
         forward (a captured graph replays its kernels once a step). A call
@@ -407,7 +427,7 @@ class PagedVortex:
         since (their version counters, which the engine bumps when it fills
         them for a step)."""
         key = tuple((t.data_ptr(), t._version) for t in (table, ck, cq)) + \
-            (H, tokens)
+            (H, tokens, spare_page)
         last, self._last_layer = self._last_layer, layer
         if self._plan is not None and self._plan[0] == key and layer > last:
             return self._plan[1]
@@ -438,8 +458,12 @@ class PagedVortex:
         start = table.to(torch.int64)[:, (j * bs) // ps] * ps + (j * bs) % ps
         ids = self._blocks(start.reshape(-1), H).view(N, W, H).transpose(
             1, 2).reshape(R, W)
+        # The spare row's entries: the first block of the spare page.
+        spare_id = self._blocks(torch.full((1,), max(spare_page, 0) * ps,
+                                           device=dev), H)[0, 0]
         indices = torch.empty(C, dtype=torch.int32, device=dev)
-        indices[at] = torch.where(used, ids, 0).reshape(-1).to(torch.int32)
+        indices[at] = torch.where(used, ids, spare_id).reshape(-1).to(
+            torch.int32)
         last_len = torch.full((R + 1,), bs, dtype=torch.int32, device=dev)
         last_len[:R] = torch.where(n > 0, lens.repeat_interleave(H) -
                                    (n - 1) * bs, bs).to(torch.int32)
@@ -467,16 +491,17 @@ class PagedVortex:
         graph captures and replays. The decode CSR has room for every
         request at the table's full width, C = N * H * W blocks (N requests
         with padding, W vortex blocks a row); the real rows come first, then
-        one extra row, with q = 0, holds the C - T entries they leave
-        (block 0): the CSR then ends at its indices' length, as the score
-        kernels require. The extra row's output is dropped. Not for a flow
-        that saves state (it would save into block 0). Each torch op here is
-        a launch in every layer of every step: gathers and scatters write
-        their destinations directly."""
+        one extra row, with q = 0, holds the C - T entries they leave: the
+        CSR then ends at its indices' length, as the score kernels require.
+        The extra row's output is dropped; its entries point at a page no
+        request owns (`_spare_page`), so what it saves is never read by a
+        real row. Each torch op here is a launch in every layer of every
+        step: gathers and scatters write their destinations directly."""
         pool, H = self._cache(module, cache)
         N = table.shape[0]
         p = self._static_plan(module.layer_idx, table, ck, cq, H,
-                              query.shape[2], pool["k"].dtype)
+                              query.shape[2], pool["k"].dtype,
+                              self._spare_page(cache))
         R, q = p["R"], p["q"]
         self._write_kv(pool, p["rows"], key, value, p["src"])
         self.flow.cache_step(pool, p["block_ids"], layer=module.layer_idx)

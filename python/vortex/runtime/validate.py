@@ -191,8 +191,9 @@ def check_csr(indptr: Sequence[int], indices: Sequence[int],
               indices_name: str = "dense_kv_indices") -> None:
     """Check CSR values (host lists or arrays): indptr has rows + 1 entries,
     starts at 0, is non-decreasing and ends at len(indices); block ids in
-    [0, num_blocks); with `unique`, no block id repeats (a flow that saves
-    per-block state). Raises ValueError naming the argument."""
+    [0, num_blocks); with `unique`, no block id is in two rows (a flow that
+    saves per-block state; within a row an id may repeat: docs/contract.md,
+    "State"). Raises ValueError naming the argument."""
     ip = [int(x) for x in indptr]
     ix = [int(x) for x in indices]
     if rows is not None and len(ip) != rows + 1:
@@ -215,11 +216,12 @@ def check_csr(indptr: Sequence[int], indices: Sequence[int],
                              f"is out of range [0, {num_blocks}) (num_blocks "
                              "= k.shape[0])")
     if unique and len(set(ix)) != len(ix):
-        seen = set()
-        for b in ix:
-            if b in seen:
-                raise ValueError(
-                    f"{indices_name}: block id {b} appears more than once; "
-                    "the flow saves per-block state, so every block may "
-                    "belong to one row only")
-            seen.add(b)
+        row_of: dict = {}
+        for r, (a, b) in enumerate(zip(ip, ip[1:])):
+            for blk in ix[a:b]:
+                if row_of.setdefault(blk, r) != r:
+                    raise ValueError(
+                        f"{indices_name}: block id {blk} appears in rows "
+                        f"{row_of[blk]} and {r} (more than once); the flow "
+                        "saves per-block state, so a block may belong to "
+                        "one row only")

@@ -19,6 +19,10 @@
 #     engine pads for a graph, gives the exact form's tokens and blocks
 #     kept, with budgets 64 and 2 and with a dense layer; padding rows
 #     have no output;
+#   - a flow that saves state per block (running_avg) in the static form,
+#     padded the same way: tokens, blocks kept and every request's saved
+#     state equal the exact form's; the spare row's page is one the engine
+#     gave up, not a request's;
 #   - the same with prompts that share a 40-token prefix (the engine's
 #     prefix sharing maps their first blocks to the same pages);
 #   - every decode call's selection equals eager mode's (eager.indexer on
@@ -39,8 +43,8 @@
 #     state per block (with allow_block_sharing=False it runs, and a full
 #     budget gives paged|sdpa's tokens); a call
 #     outside continuous batching is refused too; so are CUDA graphs of
-#     decode steps where the static form cannot run (a flow that saves
-#     state, the fast path off) and graphs of prefill steps.
+#     decode steps where the static form cannot run (the fast path off)
+#     and graphs of prefill steps; decode graphs of a saving flow attach.
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.generation import ContinuousBatchingConfig, GenerationConfig
@@ -196,11 +200,56 @@ for topk, skip_layers in ((64, ()), (2, ()), (2, (0,))):
                          name=f"vortex_static_{topk}_{len(skip_layers)}")
     assert run(static, 2) == run(exact, 2) and static.stats == exact.stats, \
         (topk, skip_layers, static.stats, exact.stats)
-PagedVortex.__call__ = plain_call
-assert len(padded_calls) > 100, len(padded_calls)
-print(f"static fast path, padded by 3 requests ({len(padded_calls)} calls): "
+n_padded = len(padded_calls)
+print(f"static fast path, padded by 3 requests ({n_padded} calls): "
       "tokens and blocks kept == the exact form's at budgets 64 and 2, and "
       "with a dense layer")
+
+# A flow that saves state per block (running_avg: its indexer writes
+# running_score) in the static form: the spare row's entries go to a page
+# the engine gives up (_spare_page), so every request's saved state equals
+# the exact form's. (With the spare row on block 0, as before, block 0's
+# state differs.)
+from vortex.flows.running_avg_block_sparse import RunningAvgBlockSparse
+
+spares, take_spare = [], PagedVortex._spare_page
+
+
+def recording_spare(self, cache):
+    page = take_spare(self, cache)
+    spares.append((page, cache._block_manager.num_free_blocks))
+    return page
+
+
+PagedVortex._spare_page = recording_spare
+no_share = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
+                                    max_batch_tokens=48,
+                                    allow_block_sharing=False)
+saving = {}
+for static in (False, True):
+    attn = PagedVortex(compiled(RunningAvgBlockSparse, 2, 2),
+                       static_decode=static, name=f"vortex_ra_{static}")
+    saving[static] = (run(attn, 2, cb=no_share), attn)
+PagedVortex.__call__, PagedVortex._spare_page = plain_call, take_spare
+(tok_e, exact), (tok_s, static) = saving[False], saving[True]
+assert tok_s == tok_e and static.stats == exact.stats, (static.stats,
+                                                        exact.stats)
+pages = {p for p, _ in spares}
+assert len(pages) == 1 and pages != {-1}, spares
+spare = pages.pop()
+assert spare == 63, spare     # the last free page, before any request's
+per_page = HKV * (PS // BS)
+for layer in (0, 1):
+    e = exact.caches[layer]["running_score"].clone()
+    g = static.caches[layer]["running_score"].clone()
+    assert e[spare * per_page:(spare + 1) * per_page].abs().sum() == 0
+    g[spare * per_page:(spare + 1) * per_page] = 0
+    assert torch.equal(g, e), (layer, (g - e).abs().max())
+    assert e.abs().sum() > 0
+assert len(padded_calls) > n_padded + 20, len(padded_calls)
+print(f"running_avg (saves state) in the static form, padded: tokens, "
+      f"blocks kept and every request's saved state == the exact form's; "
+      f"the spare row's page is {spare}, taken from the engine")
 
 # -- prompts sharing 40 tokens (prefix sharing reuses their blocks) --------
 from transformers.generation.continuous_batching import cache as cb_cache
@@ -392,16 +441,11 @@ refused("a sliding-window layer", lambda: bad.attach(sw), "layers [0]",
         "sliding_attention")
 # A flow that saves state per block (running_avg: its indexer writes
 # running_score) needs blocks no two requests share.
-from vortex.flows.running_avg_block_sparse import RunningAvgBlockSparse
-
 ra = PagedVortex(compiled(RunningAvgBlockSparse, 2, 64), name="vortex_ra")
 assert ra.saved == ["running_score"], ra.saved
 refused("block sharing with a saving flow",
         lambda: ra.attach(make_model(2), engine()),
         "running_score", "allow_block_sharing=False")
-no_share = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
-                                    max_batch_tokens=48,
-                                    allow_block_sharing=False)
 assert ra.attach(make_model(2), no_share) == "paged|vortex_ra"
 assert run(ra, 2, cb=no_share) == run("paged|sdpa", 2, cb=no_share)
 print("running_avg (saves state), blocks not shared: tokens == paged|sdpa")
@@ -409,15 +453,10 @@ refused("no paged cache",
         lambda: bad(None, torch.zeros(1, 4, 1, D), None, None, None),
         "continuous batching")
 # CUDA graphs of decode steps need the static form.
-refused("static_decode with a saving flow",
-        lambda: PagedVortex(ra.flow, static_decode=True), "static_decode",
-        "running_score")
 graphs = ContinuousBatchingConfig(block_size=PS, num_blocks=64,
                                   allow_block_sharing=False,
                                   use_cuda_graph=(False, True))
-refused("decode graphs with a saving flow",
-        lambda: ra.attach(make_model(2), graphs), "CUDA graphs",
-        "use_cuda_graph=False")
+assert ra.attach(make_model(2), graphs) == "paged|vortex_ra"
 refused("decode graphs without the fast path",
         lambda: PagedVortex(bad.flow, name="vortex_nofast",
                             decode_fast_path=False).attach(make_model(2),

@@ -683,8 +683,9 @@ try:
     va.check_csr(np.array([0, 2, 4], np.int32), np.array([1, 1, 1, 1]),
                  num_blocks=2)
     va.check_csr([0], [], num_blocks=0, rows=0)
+    va.check_csr([0, 3, 4], [1, 1, 1, 0], num_blocks=2, unique=True)
     report(True, "check_csr: good CSRs pass (lists and arrays, repeats "
-           "without unique, no rows)")
+           "without unique and within a row with it, no rows)")
 except ValueError as err:
     report(False, "check_csr: good CSRs pass", err)
 csr_error("rows", "dense_kv_indptr: expected 4 entries (rows + 1, rows = "
@@ -699,8 +700,9 @@ csr_error("end", "must end at len(dense_kv_indices) = 3, ends at 2",
 csr_error("block id too large", "dense_kv_indices: block id 4 at position 1 "
           "is out of range [0, 4)", [0, 2], [0, 4], 4)
 csr_error("negative block id", "block id -1 at position 0", [0, 1], [-1], 4)
-csr_error("repeated block id", "dense_kv_indices: block id 2 appears more "
-          "than once", [0, 2, 3], [2, 0, 2], 4, unique=True)
+csr_error("repeated block id", "dense_kv_indices: block id 2 appears in "
+          "rows 0 and 1 (more than once)", [0, 2, 3], [2, 0, 2], 4,
+          unique=True)
 csr_error("argument names", "block_ids: block id 9", [0, 1], [9], 4,
           indptr_name="block_ids", indices_name="block_ids")
 
