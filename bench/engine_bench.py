@@ -46,7 +46,8 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, \
     Qwen3ForCausalLM
-from transformers.generation import ContinuousBatchingConfig, GenerationConfig
+from transformers.generation import CompileConfig, \
+    ContinuousBatchingConfig, GenerationConfig
 from transformers.generation.continuous_batching import continuous_api, \
     model_runner
 
@@ -187,7 +188,7 @@ class Profile:
 
 
 def run(model, impl, batch, context, new, skip, profile=0,
-        async_batching=False):
+        async_batching=False, compile_decode=False):
     g = torch.Generator().manual_seed(1)
     prompts = [[int(x) for x in torch.randint(
         0, model.config.vocab_size, (context,), generator=g)]
@@ -200,7 +201,12 @@ def run(model, impl, batch, context, new, skip, profile=0,
         block_size=16, num_blocks=cache_blocks(batch, context, new),
         max_batch_tokens=8192, max_requests_per_batch=batch,
         use_cuda_graph=(False, True) if graphs else False,
-        use_async_batching=async_batching and graphs)
+        use_async_batching=async_batching and graphs,
+        # torch.compile of the decode step (the model's own kernels fused;
+        # the attention stays opaque, as transformers' own paged one).
+        decode_compile_config=CompileConfig(
+            mode="default", fullgraph=False, dynamic=False)
+        if compile_decode and graphs else None)
     if graphs:
         impl.attach(model, cb)
     else:
@@ -252,6 +258,10 @@ def main():
                     "graphs): the host prepares a step while the GPU runs "
                     "the last, so the GPU column overlaps the next step's "
                     "copies; off (the default here), steps do not overlap")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the decode step (transformers' "
+                    "decode_compile_config; sparse and dense only): the "
+                    "model's own kernels fuse, the attention stays as is")
     ap.add_argument("--attentions", nargs="+",
                     default=["sparse", "dense", "sdpa"],
                     choices=["sparse", "dense", "sdpa"])
@@ -266,7 +276,8 @@ def main():
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}; "
           f"{args.model} shape, {layers} layers, random weights, bf16; "
           f"flow {name}; medians over decode steps after the {args.skip}th; "
-          f"async batching {'on' if args.async_batching else 'off'}")
+          f"async batching {'on' if args.async_batching else 'off'}; "
+          f"decode step compiled: {'yes' if args.compile else 'no'}")
     print("| B | context | attention | GPU ms/step | period ms/step | host "
           "overhead ms (% of GPU) | blocks/row (kept) | steps |")
     print("|---|---|---|---|---|---|---|---|")
@@ -291,7 +302,7 @@ def main():
             try:
                 res = run(model, impl, batch, context, new, skip,
                           0 if which == "sdpa" else args.profile,
-                          args.async_batching)
+                          args.async_batching, args.compile)
             except (RuntimeError, SystemExit) as err:   # e.g. out of memory
                 why = f"failed: {str(err).splitlines()[0][:120]}"
                 res = None

@@ -45,6 +45,7 @@ def model(layers, ctx, dtype):
 def generate(m, impl, prompts, new, blocks, graphs=False):
     cb = ContinuousBatchingConfig(
         block_size=16, num_blocks=blocks, max_batch_tokens=2048,
+        allow_block_sharing=False,     # a flow that saves state needs it
         use_cuda_graph=(False, True) if graphs else False)
     if isinstance(impl, PagedVortex):
         impl.attach(m, cb)
@@ -107,13 +108,15 @@ def main():
                                               "*/*.manifest.json"))):
         name = os.path.basename(os.path.dirname(path))
         flow = vortex.load(path)
-        for _, label, kw, graphs in paths:
+        by_path = {}
+        for key, label, kw, graphs in paths:
             for skip in ((), tuple(range(args.layers)))[:1 if kw.get(
                     "decode_fast_path") is False else 2]:
                 attn = PagedVortex(flow, layers_skip=skip, **kw,
                                    name=f"{name}_{len(skip)}_{len(label)}")
                 toks, ms = step_ms(m, attn, prompts, args.new, blocks,
                                    graphs)
+                by_path[key, skip] = toks
                 same = sum(a == b for x, y in zip(toks, ref)
                            for a, b in zip(x, y))
                 s = attn.stats
@@ -122,6 +125,15 @@ def main():
                       f"paged|sdpa; kept {s['kept_blocks']} of "
                       f"{s['dense_blocks']} blocks; {ms:.2f} ms per decode "
                       "step")
+        # The static form under graphs against the exact fast path: the
+        # same rows through the same kernels (a flow that saves state
+        # included: its spare row saves into a page of its own).
+        for skip in ((), tuple(range(args.layers))):
+            a, b = by_path.get(("graphs", skip)), by_path.get(("fast", skip))
+            if a is not None and b is not None:
+                same = sum(x == y for p, q in zip(a, b) for x, y in zip(p, q))
+                print(f"{name} {'dense attend' if skip else 'decode'}: "
+                      f"graphs == fast path for {same}/{total} tokens")
 
 
 if __name__ == "__main__":

@@ -174,7 +174,14 @@ class PagedVortex:
         returns its name, `paged|<name>`."""
         from transformers import AttentionInterface
         key = f"paged|{self.name}"
-        AttentionInterface.register(key, self)
+
+        # Opaque to torch.compile (the engine's decode_compile_config), as
+        # transformers' own paged attention: the call keeps a per-step plan
+        # on the host, which a traced graph must not specialize on.
+        @torch.compiler.disable
+        def attention(*args, **kwargs):
+            return self(*args, **kwargs)
+        AttentionInterface.register(key, attention)
         return key
 
     def attach(self, model, continuous_batching_config=None) -> str:
@@ -317,8 +324,8 @@ class PagedVortex:
     def _write_kv(self, pool, rows, key, value, pick=None) -> None:
         """K/V of the step's tokens `pick` (positions on the engine's token
         axis; None: all) into the pool rows `rows` (token-major, then KV
-        head): per tensor, the tokens gathered token-major in one launch
-        and scattered in another (a per-layer cost on every decode path)."""
+        head): per tensor one scatter, after a gather when `pick` is given
+        (launches every layer of every decode step pays)."""
         D = self.head_dim
         for name, x in (("k", key), ("v", value)):
             flat = pool[name].view(-1, D)
@@ -440,7 +447,6 @@ class PagedVortex:
         last = (lens - 1).clamp(min=0)
         wi = table[req, last // ps].to(torch.int64) * ps + last % ps
         wi = torch.where(valid, wi, -1)        # the cache step skips -1
-        # Padding rows write request 0's K/V again (the same bytes).
         src = torch.where(valid, req, 0)
         R, C = N * H, N * H * W
         n = ((lens + bs - 1) // bs).repeat_interleave(H)    # [R]
@@ -469,9 +475,20 @@ class PagedVortex:
                                    (n - 1) * bs, bs).to(torch.int32)
         qpos = cq[:N].to(torch.int64).clamp(max=tokens - 1)
         G, D = self.group_size, self.head_dim
+        if spare_page >= 0:
+            # Token t is request t's new token; the others (padding
+            # requests, padding tokens) write theirs into the spare page, so
+            # the write takes the step's K/V as they are (no gather).
+            t = torch.arange(tokens, device=dev)
+            mine = (t < N) & valid[t.clamp(max=N - 1)]
+            slots = torch.where(mine, wi[t.clamp(max=N - 1)],
+                                spare_page * ps)
+            rows, src = self._rows(slots, H).reshape(-1), None
+        else:    # padding requests write request 0's K/V again
+            rows = self._rows(wi[src], H).reshape(-1)
         plan = dict(
             src=src, indptr=indptr, indices=indices, last_len=last_len, R=R,
-            rows=self._rows(wi[src], H).reshape(-1),
+            rows=rows,
             block_ids=self.flow.block_ids_from_loc(wi, H),
             qpos=qpos,
             # Padding rows' outputs go to a spare token row, dropped.
