@@ -24,6 +24,7 @@ run it with VORTEX_CHAIN_LAUNCHES=0 too, so each kernel's time is its own
     python3 bench/engine_layer.py --artifacts DIR --shapes 8x32768 1x32768
 """
 import argparse
+import collections
 import glob
 import os
 import types
@@ -60,16 +61,25 @@ class Engine:
         self.ck[1:] = torch.cumsum(lens, 0)
         self.ck = self.ck.cuda()
         self.cq = torch.arange(N + 1, dtype=torch.int32, device="cuda")
-        kv = torch.randn(N * pages * ps, H * D, device="cuda",
+        # One page past the requests' is free: the adapter takes it for its
+        # spare row (PagedVortex._spare_page), as from the engine's list.
+        kv = torch.randn((N * pages + 1) * ps, H * D, device="cuda",
                          dtype=torch.bfloat16)
+        free = collections.deque([N * pages])
         self.cache = types.SimpleNamespace(
             layer_index_to_group_indices={0: (0, 0)},
             key_cache=[kv], value_cache=[torch.randn_like(kv)],
-            num_key_value_heads=H, device=kv.device)
-        self.query = torch.randn(1, H * G, N, D, device="cuda",
-                                 dtype=torch.bfloat16)
-        self.key = torch.randn(1, H, N, D, device="cuda", dtype=torch.bfloat16)
-        self.value = torch.randn_like(self.key)
+            num_key_value_heads=H, device=kv.device,
+            _block_manager=types.SimpleNamespace(
+                _uninit_block_ids=free,
+                has_enough_free_blocks=lambda n: len(free) >= n))
+        # Laid out as a model's projections leave them ([1, tokens, heads,
+        # D] in memory, viewed [1, heads, tokens, D]), so the adapter's
+        # gathers and scatters see the engine's strides.
+        def heads(n):
+            return torch.randn(1, N, n, D, device="cuda",
+                               dtype=torch.bfloat16).transpose(1, 2)
+        self.query, self.key, self.value = heads(H * G), heads(H), heads(H)
         self.layer = types.SimpleNamespace(layer_idx=0)
         pv.layers_skip = frozenset([0] if dense else [])
         # Layer 0 builds the step's plan and the summaries of every block.
