@@ -42,11 +42,15 @@ def model(layers, ctx, dtype):
     return LlamaForCausalLM(cfg).to("cuda", dtype).eval()
 
 
+ASYNC = False     # --async-batching: the engine's default with graphs
+
+
 def generate(m, impl, prompts, new, blocks, graphs=False):
     cb = ContinuousBatchingConfig(
         block_size=16, num_blocks=blocks, max_batch_tokens=2048,
         allow_block_sharing=False,     # a flow that saves state needs it
-        use_cuda_graph=(False, True) if graphs else False)
+        use_cuda_graph=(False, True) if graphs else False,
+        use_async_batching=ASYNC and graphs)
     if isinstance(impl, PagedVortex):
         impl.attach(m, cb)
     else:
@@ -87,8 +91,14 @@ def main():
                     help="the model's (the flows' q and k/v must match)")
     ap.add_argument("--paths", nargs="+", default=["lists", "fast", "graphs"],
                     choices=["lists", "fast", "graphs"])
+    ap.add_argument("--async-batching", action="store_true",
+                    help="async batching for the runs under graphs (the "
+                    "host prepares a step while the GPU runs the last)")
     args = ap.parse_args()
-    print(torch.cuda.get_device_name(0), torch.__version__, args.dtype)
+    global ASYNC
+    ASYNC = args.async_batching
+    print(torch.cuda.get_device_name(0), torch.__version__, args.dtype,
+          "async batching" if ASYNC else "")
     g = torch.Generator().manual_seed(1)
     prompts = [[int(x) for x in torch.randint(0, 1024, (args.context - 37 * i,),
                                               generator=g)]
