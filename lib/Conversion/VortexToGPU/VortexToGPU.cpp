@@ -114,6 +114,11 @@ LogicalResult lowerFlow(FlowOp flow,
            << cfg.getIntermediateDtype()
            << "), which the GPU code generator does not support yet; fp8 "
               "is supported for k and v (kv_dtype)";
+  // Packed int4 k/v are dequantized at the CPU back end's load sites only.
+  if (cfg.isInt4KV())
+    return flow.emitOpError("reads packed int4 k/v (kv_dtype = i4), which "
+                            "the GPU code generator does not support yet; "
+                            "compile it for the CPU");
   OpBuilder b(flow);
   FlowContext ctx;
   ctx.flow = flow;
