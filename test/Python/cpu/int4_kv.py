@@ -17,7 +17,8 @@
 #   the f32 reductions' rounding), blocks outside block_ids stay untouched,
 #   negative ids are skipped; the indexer's selection matches the
 #   reference's up to ties; eager mode (which dequantizes with the same
-#   formula) agrees with the reference to the same tolerance;
+#   formula) agrees with the reference to the same tolerance and selects
+#   the same blocks up to ties;
 # * bad arguments raise a ValueError naming the argument and write nothing;
 #   attend and decode raise NotImplementedError saying why.
 
@@ -171,6 +172,13 @@ for name in ("gqa_quest_sparse_attention", "block_sparse_attention"):
         probs = ref.compare_selection(sp.numpy(), si.numpy(), w, indptr, ids,
                                       cfg)
         tally(not probs, f"{tag}: indexer selection = reference's",
+              "; ".join(probs[:4]))
+        _, esp, esi = eager.indexer(eflow, torch.from_numpy(q), eager_cache,
+                                    torch.from_numpy(indptr),
+                                    torch.from_numpy(ids), flow.config)
+        probs = ref.compare_selection(esp.numpy(), esi.numpy(), w, indptr,
+                                      ids, cfg)
+        tally(not probs, f"{tag}: eager indexer selection = reference's",
               "; ".join(probs[:4]))
 
         # Bad pools and scales: a ValueError naming the argument, nothing
