@@ -197,7 +197,8 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   // both steps. The attend step reads floats: the flow has none.
   FlowConfigAttr c = flow.getConfig();
   if (c.isInt4KV()) {
-    auto u8 = IntegerType::get(ctx, 8, IntegerType::Unsigned);
+    // Signless bytes (arith needs them); the manifest names them u8.
+    auto u8 = IntegerType::get(ctx, 8);
     auto f32 = Float32Type::get(ctx);
     std::string blocks = kNumBlocks.str(), bs = std::to_string(c.getBlockSize());
     std::string dim = std::to_string(c.getHeadDim());

@@ -38,9 +38,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %kc: !c, %vm: !c) {
 }
 
 // The manifest: k and v bytes, the scales last in both steps, no attend.
-// CHECK: k = #vortex.tensor<role = cache, dtype = ui8, shape = ["num_blocks", 16, 40]>
+// CHECK: k = #vortex.tensor<role = cache, dtype = i8, shape = ["num_blocks", 16, 40]>
 // CHECK-SAME: k_int4_scale = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 1, 80]>
-// CHECK-SAME: v = #vortex.tensor<role = cache, dtype = ui8, shape = ["num_blocks", 16, 40]>
+// CHECK-SAME: v = #vortex.tensor<role = cache, dtype = i8, shape = ["num_blocks", 16, 40]>
 // CHECK-SAME: v_int4_scale = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 16, 1]>
 // CHECK-SAME: steps = {cache = #vortex.step<args = ["k", "v", "kc", "vm", "block_ids", "k_int4_scale", "v_int4_scale"]
 // CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "kc", "vm", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices", "k_int4_scale", "v_int4_scale"]

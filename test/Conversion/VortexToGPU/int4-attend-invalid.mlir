@@ -1,7 +1,8 @@
-// RUN: vortex-opt %s --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu -verify-diagnostics
+// RUN: vortex-opt %s --vortex-fuse --vortex-pad --vortex-mask-padding --convert-vortex-to-gpu="attend=on" -verify-diagnostics
 //
-// A packed int4 pool (kv_dtype = i4) has no GPU lowering yet: the flow is
-// refused with a diagnostic at it, never a crash (docs/gpu.md, "fp8 KV").
+// The attend kernels read float k/v: attend=on is refused at a flow over a
+// packed int4 pool (kv_dtype = i4), which has no attend step (docs/gpu.md,
+// "INT4 KV"); int4.mlir has the default.
 
 !kv = !vortex.vtensor<?x16x128xf32, #vortex.format<paged>>
 !q  = !vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>
@@ -10,7 +11,7 @@
 !cr = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
 !qm = !vortex.vtensor<?x1x128xbf16, #vortex.format<batched>>
 !s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-// expected-error @+1 {{reads packed int4 k/v (kv_dtype = i4), which the GPU code generator does not support yet; compile it for the CPU}}
+// expected-error @+1 {{attend=on: the attend kernels do not read a packed int4 pool (kv_dtype = i4)}}
 vortex.flow @centroids_int4
     config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128,
         group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
