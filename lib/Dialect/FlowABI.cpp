@@ -38,6 +38,10 @@ std::string abi::dtypeName(Type t) {
     return "f8E4M3FN";
   if (isa<Float8E5M2Type>(t))
     return "f8E5M2";
+  if (t.isInteger(8))
+    return "u8";
+  if (t.isInteger(4))
+    return "i4";
   return "i32";
 }
 
@@ -189,7 +193,27 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   if (!firstSlotted.empty())
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
-  addAttendStep(abi, q, add);
+  // Packed int4 k/v: bytes, two channels each, and their scales, last in
+  // both steps. The attend step reads floats: the flow has none.
+  FlowConfigAttr c = flow.getConfig();
+  if (c.isInt4KV()) {
+    // Signless bytes (arith needs them); the manifest names them u8.
+    auto u8 = IntegerType::get(ctx, 8);
+    auto f32 = Float32Type::get(ctx);
+    std::string blocks = kNumBlocks.str(), bs = std::to_string(c.getBlockSize());
+    std::string dim = std::to_string(c.getHeadDim());
+    for (StringRef name : {"k", "v"})
+      add(name, Role::Cache, u8,
+          {blocks, bs, std::to_string(c.getHeadDim() / 2)});
+    add(kKInt4Scale, Role::Cache, f32, {blocks, "1", dim});
+    add(kVInt4Scale, Role::Cache, f32, {blocks, bs, "1"});
+    for (StringRef name : {kKInt4Scale, kVInt4Scale}) {
+      abi.indexerArgs.push_back(name.str());
+      abi.cacheArgs.push_back(name.str());
+    }
+  } else {
+    addAttendStep(abi, q, add);
+  }
   abi.decodeRefusal = decodeRefusalOf(flow);
 
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);

@@ -63,7 +63,8 @@ VTensorType FlowOp::getKVType() {
   FlowConfigAttr c = getConfig();
   return VTensorType::get(
       {ShapedType::kDynamic, c.getBlockSize(), c.getHeadDim()},
-      c.getKvDtype(), Format::Paged);
+      c.isInt4KV() ? Float32Type::get(getContext()) : c.getKvDtype(),
+      Format::Paged);
 }
 
 VTensorType FlowOp::getQueryType(Type elementType, int64_t tokens) {
@@ -297,7 +298,8 @@ static bool isReservedABIName(StringRef name) {
   return llvm::is_contained({"q", "dense_kv_indptr", "dense_kv_indices",
                              "sparse_kv_indptr", "sparse_kv_indices",
                              "block_ids", "kv_indptr", "kv_indices",
-                             "kv_last_len", "o", "lse", "sm_scale"},
+                             "kv_last_len", "o", "lse", "sm_scale",
+                             "k_int4_scale", "v_int4_scale"},
                             name);
 }
 

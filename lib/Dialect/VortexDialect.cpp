@@ -148,10 +148,18 @@ FlowConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "intermediate_dtype must be bf16, f16, f32, "
                           "f8E4M3FN or f8E5M2, got "
                        << intermediateDtype;
-  if (!isFloatStorageType(kvDtype))
-    return emitError() << "kv_dtype must be bf16, f16, f32, f8E4M3FN or "
-                          "f8E5M2, got "
+  if (!isFloatStorageType(kvDtype) && !kvDtype.isSignlessInteger(4))
+    return emitError() << "kv_dtype must be bf16, f16, f32, f8E4M3FN, "
+                          "f8E5M2 or i4, got "
                        << kvDtype;
+  // Packed int4 k/v: two channels a byte, so the channels pair up.
+  if (kvDtype.isSignlessInteger(4) && headDim % 2 != 0)
+    return emitError() << "kv_dtype = i4 packs two channels a byte: head_dim "
+                          "must be even, got "
+                       << headDim;
+  if (kvDtype.isSignlessInteger(4) && (kvLoraRank != 0 || ropeDim != 0))
+    return emitError() << "kv_dtype = i4 is not supported for MLA flows "
+                          "(kv_lora_rank/rope_dim set)";
   // MLA: the latent [kv_c | k_pe] is the head; both widths or neither.
   if (kvLoraRank != 0 || ropeDim != 0) {
     if (kvLoraRank <= 0 || ropeDim <= 0)

@@ -150,7 +150,7 @@ func.func @intermediate_dtype() attributes {c = #vortex.config<block_size = 16, 
 
 // -----
 
-// expected-error @+1 {{kv_dtype must be bf16, f16, f32, f8E4M3FN or f8E5M2, got 'f64'}}
+// expected-error @+1 {{kv_dtype must be bf16, f16, f32, f8E4M3FN, f8E5M2 or i4, got 'f64'}}
 func.func @kv_dtype() attributes {c = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 0.0625, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = f64>}
 
 // -----

@@ -68,6 +68,14 @@ inline constexpr llvm::StringLiteral kBlockIds = "block_ids";
 /// The cache step's slot map, for flows with slotted fields: the slot of
 /// each pool block (< 0: none; docs/contract.md "Slotted fields").
 inline constexpr llvm::StringLiteral kSlotOfPtr = "slot_of_ptr";
+/// The scales of a packed int4 pool (kv_dtype = i4; docs/contract.md "INT4
+/// KV"): f32 paged cache tensors, per channel for K `[blocks, 1, head_dim]`
+/// and per token for V `[blocks, block_size, 1]`. Both steps take them
+/// last; k and v are then bytes `[blocks, block_size, head_dim / 2]`.
+inline constexpr llvm::StringLiteral kKInt4Scale = "k_int4_scale";
+inline constexpr llvm::StringLiteral kVInt4Scale = "v_int4_scale";
+/// The nibble bias of a packed int4 value: x = (nibble - 7) * scale.
+inline constexpr int64_t kInt4Bias = 7;
 /// The attend step (docs/contract.md "Attention"): a CSR over the pools (the
 /// dense one or the indexer's selection), the tokens valid in each row's
 /// last entry (FlashInfer's last_page_len, 1..block_size), the output
@@ -225,7 +233,7 @@ struct FlowABI {
 };
 
 /// The manifest dtype name of a type: "bf16", "f16", "f32", "f8E4M3FN",
-/// "f8E5M2", "i32".
+/// "f8E5M2", "u8" (8-bit integers: packed int4 k/v), "i32".
 std::string dtypeName(Type t);
 
 } // namespace mlir::vortex::abi

@@ -165,6 +165,15 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     `intermediate_dtype` is the element type of every intermediate and of the
     declared cache fields, `kv_dtype` that of `k` and `v`.
 
+    `kv_dtype = i4` is vortex_torch's packed INT4 pool (Gen-3): `k` and `v`
+    are stored as bytes `[blocks, block_size, head_dim / 2]`, channel `d` in
+    byte `d / 2` (low nibble for even `d`), biased by 7; they read as the
+    f32 values `(nibble - 7) * scale` with the per-channel K scale
+    `k_int4_scale [blocks, 1, head_dim]` and the per-token V scale
+    `v_int4_scale [blocks, block_size, 1]` (docs/contract.md, "INT4 KV").
+    In the IR, `k` and `v` are f32 vtensors (their dequantized values);
+    `head_dim` must be even, and MLA flows are refused.
+
     An MLA flow (vortex_torch `vFlowMLA`) sets `kv_lora_rank` and `rope_dim`,
     both positive with `kv_lora_rank + rope_dim = head_dim`: its one pool
     `k` is the latent `[kv_c | k_pe]` (vortex_torch's `cache["latent"]`),
@@ -212,6 +221,8 @@ def Vortex_FlowConfigAttr : Vortex_Attr<"FlowConfig", "config"> {
     /// An MLA flow: one latent pool, values in its first kv_lora_rank
     /// channels.
     bool isMLA() const { return getKvLoraRank() != 0; }
+    /// Packed int4 k/v (kv_dtype = i4), dequantized where they are read.
+    bool isInt4KV() const { return getKvDtype().isSignlessInteger(4); }
   }];
 }
 

@@ -80,9 +80,14 @@ SaveOp deferrableSave(Operation *op) {
 /// support leaves the step out of the manifest (a flow verifies whatever
 /// its head_dim; only `on` refuses it, at the flow).
 LogicalResult lowerAttend(FlowContext &ctx, StringRef mode) {
-  if (mode == "off")
-    return success();
   FlowOp flow = ctx.flow;
+  // The attend kernels read float k/v: a packed int4 pool has no attend
+  // step (FlowABI::get); `on` is refused at the flow.
+  if (ctx.config.isInt4KV() && mode == "on")
+    return flow.emitOpError("attend=on: the attend kernels do not read a "
+                            "packed int4 pool (kv_dtype = i4)");
+  if (mode == "off" || ctx.config.isInt4KV())
+    return success();
   Block &indexer = flow.getIndexerBody();
   auto q = cast<VTensorType>(indexer.getArgument(0).getType());
   auto k = cast<VTensorType>(indexer.getArgument(2).getType());

@@ -65,6 +65,8 @@ private:
   // stores.
   bool emitRowPart(Value row);
   DenseMap<Value, TileRef> loadItem(Value blockId, Value pos);
+  TileRef loadInt4Tile(Value value, Value bytes, Value scale, Value rowBase,
+                       bool perToken);
   bool computeItem(Value blockId, Value pos, Value row, Value active,
                    Value blockOk, const DenseMap<Value, TileRef> &loaded,
                    const DenseMap<Value, TileRef> &rowTiles);
@@ -157,11 +159,68 @@ DenseMap<Value, TileRef> TileKernel::loadItem(Value blockId, Value pos) {
     Value at = type.isParameter()                     ? gen().idx(0)
                : (type.isPaged() || type.isSlotted()) ? blockId
                                                       : pos;
+    if (ctx.config.isInt4KV() && (buf == "k" || buf == "v")) {
+      bool isV = buf == "v";
+      loaded[v] = loadInt4Tile(
+          v, buffers.lookup(StringRef(buf)),
+          buffers.lookup(isV ? abi::kVInt4Scale : abi::kKInt4Scale), at, isV);
+      continue;
+    }
     loaded[v] = loadTile(v, buffers.lookup(StringRef(buf)), at,
                          ctx.abi.tensors[buf].role == Role::Scratch,
                          isStreamed(ctx, plan, v, buf));
   }
   return loaded;
+}
+
+/// A block of a packed int4 pool (`bytes` [blocks, bs, D / 2] flat) as f32
+/// values, (nibble - 7) * scale, with `scale` per channel [blocks, 1, D] or
+/// per token [blocks, bs, 1] (docs/contract.md "INT4 KV"): a byte load per
+/// element, unpacked where it loads, 0 in padded rows and columns.
+TileRef TileKernel::loadInt4Tile(Value value, Value bytes, Value scale,
+                                 Value rowBase, bool perToken) {
+  Gen g = gen();
+  TileRef shape = loadedLayout(cast<VTensorType>(value.getType()));
+  const Tile &t = *shape;
+  int64_t rows = t.realD0, cols = t.realD1, width = t.width();
+  Type f32 = g.b.getF32Type(), i8 = g.b.getI8Type();
+  auto vecType = VectorType::get({width}, f32);
+  Value zeros = arith::ConstantOp::create(
+      g.b, g.loc, vecType,
+      DenseElementsAttr::get(vecType, g.b.getZeroAttr(f32)));
+  Value byteBase = g.mul(rowBase, g.idx(rows * (cols / 2)));
+  Value scaleBase = g.mul(rowBase, g.idx(perToken ? rows : cols));
+  SmallVector<Value> out;
+  for (int64_t r = 0; r < t.d0; ++r) {
+    if (r >= rows) {
+      out.push_back(zeros);
+      continue;
+    }
+    Value row = zeros;
+    Value rowScale =
+        perToken ? g.load(scale, g.add(scaleBase, g.idx(r))) : Value();
+    for (int64_t e = 0; e < width; ++e) {
+      // Channel c: byte c / 2 of the row, the low nibble for even c.
+      Value col = column(t, e);
+      Value ok = g.lt(col, g.idx(cols));
+      Value c = g.minU(col, g.idx(cols - 1));
+      Value at = g.add(byteBase, g.add(g.idx(r * (cols / 2)),
+                                       g.divU(c, g.idx(2))));
+      Value byte = g.load(bytes, at);
+      Value shift = arith::IndexCastOp::create(
+          g.b, g.loc, i8, g.mul(g.remU(c, g.idx(2)), g.idx(4)));
+      Value nibble = arith::AndIOp::create(
+          g.b, g.loc, arith::ShRUIOp::create(g.b, g.loc, byte, shift),
+          arith::ConstantIntOp::create(g.b, g.loc, i8, 15));
+      Value q = g.subF(arith::UIToFPOp::create(g.b, g.loc, f32, nibble),
+                       g.f32(static_cast<double>(abi::kInt4Bias)));
+      Value s = perToken ? rowScale : g.load(scale, g.add(scaleBase, c));
+      row = vector::InsertOp::create(
+          g.b, g.loc, g.select(ok, g.mulF(q, s), g.f32(0.0)), row, e);
+    }
+    out.push_back(row);
+  }
+  return tileFromRows(value, out);
 }
 
 /// Phase 2 of an item: compute and store. `rowTiles` hold the per-row

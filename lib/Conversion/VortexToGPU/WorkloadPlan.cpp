@@ -160,6 +160,15 @@ void WorkloadPlanner::buildParams() {
   bool slotted = !indexerSide && !ctx.abi.slotsDefinedBy.empty();
   if (slotted)
     bufferNames.insert(ctx.abi.slotsDefinedBy);
+  // A packed int4 pool is read with its scales (docs/contract.md "INT4 KV").
+  if (ctx.config.isInt4KV())
+    for (auto [pool, scale] : {std::pair<StringRef, StringRef>{
+                                   "k", abi::kKInt4Scale},
+                               {"v", abi::kVInt4Scale}})
+      if (bufferNames.count(pool.str())) {
+        bufferNames.insert(scale.str());
+        reads.push_back(scale.str());
+      }
   for (const std::string &buf : bufferNames)
     params.push_back({buf, true, ctx.abi.tensors[buf].elementType});
   // A flow with slotted fields skips the blocks without a slot in every

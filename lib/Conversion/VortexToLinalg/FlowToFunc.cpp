@@ -29,6 +29,22 @@ static MemRefType memrefOf(VTensorType t) {
   return MemRefType::get(t.getShape(), loweredElementType(t));
 }
 
+/// A packed int4 pool's bytes `[?, bs, D / 2]` (i8) and its scales, the
+/// last two step arguments (docs/contract.md "INT4 KV").
+static MemRefType int4PoolType(FlowConfigAttr c) {
+  return MemRefType::get({ShapedType::kDynamic, c.getBlockSize(),
+                          c.getHeadDim() / 2},
+                         IntegerType::get(c.getContext(), 8));
+}
+static void appendInt4ScaleTypes(FlowConfigAttr c,
+                                 SmallVectorImpl<Type> &types) {
+  auto f32 = Float32Type::get(c.getContext());
+  types.push_back(
+      MemRefType::get({ShapedType::kDynamic, 1, c.getHeadDim()}, f32));
+  types.push_back(
+      MemRefType::get({ShapedType::kDynamic, c.getBlockSize(), 1}, f32));
+}
+
 namespace {
 
 /// Builds one step function and binds the flow's arguments in it.
@@ -81,6 +97,25 @@ public:
     return t;
   }
 
+  /// Packed int4 pool `arg` (k or v) of step argument `i`: its dequantized
+  /// values, whose reads unpack the bytes where they load (kInt4Marker).
+  Value bindInt4(BlockArgument arg, unsigned i, StringRef pool,
+                 unsigned scaleArg) {
+    Value packed = tensorOf(i, false), scale = tensorOf(scaleArg, false);
+    auto want = cast<RankedTensorType>(tc.convertType(arg.getType()));
+    LinalgBuilder lb(rewriter, loc, std::nullopt, Value());
+    Value t = lb.generate(lb.e.dim(packed, 0), want.getDimSize(1),
+                          want.getDimSize(2),
+                          [&](Emitter &x, Value s, Value r, Value c) {
+                            return dequantInt4(x.b, x.loc, packed, scale,
+                                               pool == "v", s, r, c);
+                          });
+    if (t.getType() != want)
+      t = tensor::CastOp::create(rewriter, loc, want, t);
+    t.getDefiningOp()->setAttr(kInt4Marker, rewriter.getStringAttr(pool));
+    return t;
+  }
+
   /// Inlines `body` with `bindings` for its arguments and terminates.
   void finish(Block &body, ArrayRef<Value> bindings) {
     Block *entry = &func.front();
@@ -107,7 +142,8 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     rewriter.setInsertionPoint(flow);
     buildCache(rewriter, flow, abi);
     rewriter.setInsertionPoint(flow);
-    buildAttend(rewriter, flow, abi);
+    if (!flow.getConfig().isInt4KV())
+      buildAttend(rewriter, flow, abi);
     rewriter.eraseOp(flow);
     return success();
   }
@@ -120,14 +156,20 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     ArrayRef<std::string> names = abi.args(abi::Step::Indexer);
     size_t numCache = flow.getCacheTensorNames().size();
     size_t numParams = flow.getParamNames().size();
+    FlowConfigAttr c = flow.getConfig();
+    bool int4 = c.isInt4KV();
     SmallVector<Type> argTypes = {
         memrefOf(cast<VTensorType>(body.getArgument(0).getType()))};
     for (size_t i = 0; i < numCache + numParams; ++i)
       argTypes.push_back(
-          memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
-    while (argTypes.size() < names.size())
+          int4 && i < 2
+              ? int4PoolType(c)
+              : memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
+    while (argTypes.size() < names.size() - (int4 ? 2 : 0))
       argTypes.push_back(MemRefType::get(
           {ShapedType::kDynamic}, abi.elementType(names[argTypes.size()])));
+    if (int4)
+      appendInt4ScaleTypes(c, argTypes);
     StepBuilder sb(rewriter, *getTypeConverter(), flow, "_indexer", argTypes,
                    names);
     Emitter e{rewriter, sb.loc};
@@ -150,8 +192,12 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
         rewriter, sb.loc, oType, sparseIndices,
         ArrayRef<ReassociationIndices>{{0, 1, 2}}));
     for (size_t i = 0; i < numCache + numParams; ++i)
-      bindings.push_back(sb.bind(body.getArgument(2 + i), 1 + i,
-                                 /*writable=*/i >= 2 && i < numCache));
+      bindings.push_back(
+          int4 && i < 2
+              ? sb.bindInt4(body.getArgument(2 + i), 1 + i, i ? "v" : "k",
+                            names.size() - 2 + i)
+              : sb.bind(body.getArgument(2 + i), 1 + i,
+                        /*writable=*/i >= 2 && i < numCache));
     sb.finish(body, bindings);
   }
 
@@ -223,14 +269,20 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
   void buildCache(ConversionPatternRewriter &rewriter, FlowOp flow,
                   const abi::FlowABI &abi) const {
     Block &body = flow.getCacheBody();
+    FlowConfigAttr c = flow.getConfig();
+    bool int4 = c.isInt4KV();
     SmallVector<Type> argTypes;
     for (BlockArgument arg : body.getArguments())
-      argTypes.push_back(memrefOf(cast<VTensorType>(arg.getType())));
+      argTypes.push_back(int4 && arg.getArgNumber() < 2
+                             ? int4PoolType(c)
+                             : memrefOf(cast<VTensorType>(arg.getType())));
     bool slotted = !abi.slotsDefinedBy.empty();
     for (StringRef name : {abi::kBlockIds, abi::kSlotOfPtr})
       if (name == abi::kBlockIds || slotted)
         argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
                                            abi.elementType(name)));
+    if (int4)
+      appendInt4ScaleTypes(c, argTypes);
     StepBuilder sb(rewriter, *getTypeConverter(), flow, "_cache", argTypes,
                    abi.args(abi::Step::Cache));
     Emitter e{rewriter, sb.loc};
@@ -257,9 +309,13 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     }
     SmallVector<Value> bindings;
     // The fields are writable; k, v and the parameters are read-only.
+    size_t firstScale = argTypes.size() - 2;
     for (size_t i = 0; i < numArgs; ++i)
-      bindings.push_back(
-          sb.bind(body.getArgument(i), i, i >= 2 && i < numCache));
+      bindings.push_back(int4 && i < 2
+                             ? sb.bindInt4(body.getArgument(i), i,
+                                           i ? "v" : "k", firstScale + i)
+                             : sb.bind(body.getArgument(i), i,
+                                       i >= 2 && i < numCache));
     sb.finish(body, bindings);
   }
 };

@@ -1,6 +1,7 @@
 //===- LinalgBuilder.cpp - Shared pieces of the linalg patterns -----------===//
 
 #include "LinalgBuilder.h"
+#include "Vortex/Dialect/FlowABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -205,8 +206,47 @@ int64_t LinalgBuilder::computeExtent(VTensorType t, unsigned dim) {
                                 : t.getInner(dim);
 }
 
+Value linalg_lowering::dequantInt4(OpBuilder &b, Location loc, Value packed,
+                                   Value scale, bool perToken, Value s,
+                                   Value i, Value j) {
+  Emitter x{b, loc};
+  auto type = cast<RankedTensorType>(packed.getType());
+  int64_t bs = type.getDimSize(1), bytes = type.getDimSize(2);
+  Value inRange = x.andI(x.lt(i, x.idx(bs)), x.lt(j, x.idx(2 * bytes)));
+  Value ic = x.minI(i, x.idx(bs - 1)), jc = x.minI(j, x.idx(2 * bytes - 1));
+  // Channel j: byte j / 2, low nibble for even j, high for odd.
+  Value byte = x.extract(packed, {s, ic, x.divU(jc, x.idx(2))});
+  Value shift = arith::IndexCastOp::create(
+      b, loc, b.getI8Type(), x.mul(x.remU(jc, x.idx(2)), x.idx(4)));
+  Value nibble = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, byte, shift),
+      arith::ConstantIntOp::create(b, loc, b.getI8Type(), 15));
+  Value q = x.subF(arith::UIToFPOp::create(b, loc, b.getF32Type(), nibble),
+                   x.f32(static_cast<double>(abi::kInt4Bias)));
+  Value sc = perToken ? x.extract(scale, {s, ic, x.idx(0)})
+                      : x.extract(scale, {s, x.idx(0), jc});
+  return x.select(inRange, x.mulF(q, sc), x.f32(0.0));
+}
+
+/// A read of the dequantized int4 pool `src` (kInt4Marker): unpacked from
+/// the step's byte and scale arguments, else null.
+static Value int4Extract(Emitter &x, Value src, Value s, Value i, Value j) {
+  Operation *def = src.getDefiningOp();
+  auto pool = def ? def->getAttrOfType<StringAttr>(kInt4Marker) : nullptr;
+  if (!pool)
+    return {};
+  auto func = def->getParentOfType<func::FuncOp>();
+  bool isV = pool.getValue() == "v";
+  Value packed = entryTensor(stepArgument(func, pool.getValue()));
+  Value scale = entryTensor(
+      stepArgument(func, isV ? abi::kVInt4Scale : abi::kKInt4Scale));
+  return dequantInt4(x.b, x.loc, packed, scale, isV, s, i, j);
+}
+
 Value LinalgBuilder::maskedExtract(Emitter &x, Value src, Value s, Value i,
                                    Value j, int64_t d0, int64_t d1) {
+  if (Value v = int4Extract(x, src, s, i, j))
+    return v;
   auto srcType = cast<RankedTensorType>(src.getType());
   int64_t r0 = srcType.getDimSize(1), r1 = srcType.getDimSize(2);
   if (r0 >= d0 && r1 >= d1)

@@ -27,6 +27,16 @@ namespace mlir::vortex::linalg_lowering {
 inline constexpr llvm::StringLiteral kConfigMarker = "vortex.config";
 inline constexpr llvm::StringLiteral kDomainMarker = "vortex.domain";
 inline constexpr llvm::StringLiteral kBindsMarker = "vortex.binds";
+/// On the generic a packed int4 k or v is bound to (its whole pool
+/// dequantized): the name of the pool. Reads of it unpack at the load site
+/// (LinalgBuilder::maskedExtract), so the generic itself dies.
+inline constexpr llvm::StringLiteral kInt4Marker = "vortex.int4";
+
+/// Element (s, i, j) of a packed int4 pool: `packed` i8 [?, bs, D / 2],
+/// `scale` f32 [?, 1, D] (per channel, `perToken` false) or [?, bs, 1];
+/// 0 beyond (bs, D).
+Value dequantInt4(OpBuilder &b, Location loc, Value packed, Value scale,
+                  bool perToken, Value s, Value i, Value j);
 
 /// Scalar helpers plus the tensor and loop ones of this lowering.
 struct Emitter : ScalarBuilder {

@@ -74,6 +74,7 @@ void mlir::vortex::removeVortexToLinalgMarkers(Operation *root) {
     op->removeAttr(kConfigMarker);
     op->removeAttr(kDomainMarker);
     op->removeAttr(kBindsMarker);
+    op->removeAttr(kInt4Marker);
   });
 }
 
@@ -107,7 +108,9 @@ struct ConvertVortexToLinalgPass
       std::string prefix = "_mlir_ciface_" + manifestABI->flow;
       manifestABI->addHostStep(abi::Step::Indexer, prefix + "_indexer");
       manifestABI->addHostStep(abi::Step::Cache, prefix + "_cache");
-      manifestABI->addHostStep(abi::Step::Attend, prefix + "_attend");
+      // A packed int4 pool has no attend step (FlowABI::get).
+      if (!flows.front().getConfig().isInt4KV())
+        manifestABI->addHostStep(abi::Step::Attend, prefix + "_attend");
     }
 
     VortexToLinalgTypeConverter converter;

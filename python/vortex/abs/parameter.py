@@ -33,7 +33,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..frontend.errors import FlowArgumentError, format_message
 from ..frontend.source import user_site
-from .op import UnsupportedOp, _enclosing_flow
+from .op import _enclosing_flow
 
 __all__ = ["Parameter", "Int4Packed", "check_layer", "lookup_rows"]
 
@@ -169,5 +169,26 @@ class Parameter:
         return f"Parameter({self.name or '?'}, {shape})"
 
 
-class Int4Packed(UnsupportedOp):
-    reason = "INT4 KV caches are not supported"
+class Int4Packed:
+    """vortex_torch's mark of a packed int4 tensor (Gen-3 KV): the bytes'
+    scale tensor, whether the scale is per channel (K) or per token (V),
+    and the nibble bias. A flow needs no mark: `kv_dtype="int4"` in its
+    config makes k and v such tensors, with the scales `k_int4_scale`
+    (per channel) and `v_int4_scale` (per token) (docs/contract.md "INT4
+    KV", `vortex.int4`). Only the bias vortex_torch uses, 7, exists."""
+
+    def __init__(self, scale_tensor_id: Any = None, per_channel: bool = True,
+                 bias: int = 7) -> None:
+        if isinstance(bias, bool) or bias != 7:
+            raise ValueError(f"Int4Packed: bias must be 7 (15 symmetric "
+                             f"levels stored as nibble - 7), got {bias!r}")
+        if not isinstance(per_channel, bool):
+            raise ValueError(f"Int4Packed: per_channel must be a bool, got "
+                             f"{per_channel!r}")
+        self.scale_tensor_id = scale_tensor_id
+        self.per_channel = per_channel
+        self.bias = 7
+
+    def __repr__(self) -> str:
+        return (f"Int4Packed({self.scale_tensor_id!r}, "
+                f"per_channel={self.per_channel}, bias={self.bias})")

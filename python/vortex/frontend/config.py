@@ -27,10 +27,13 @@ _DTYPES = {
     "float8_e4m3fn": "f8E4M3FN",
     "f8e5m2": "f8E5M2", "fp8_e5m2": "f8E5M2", "float8_e5m2": "f8E5M2",
     "auto": "bf16",
+    # vortex_torch Gen-3's packed INT4 pool (kv_dtype only): bytes of two
+    # channels, dequantized with their scales where k and v are read.
+    "int4": "i4", "i4": "i4",
 }
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8E4M3FN": 1, "f8E5M2": 1,
-                 "i32": 4}
+                 "i32": 4, "i4": 0.5}
 
 
 def resolve_dtype(value: Any, default: str = "bf16") -> str:
@@ -132,6 +135,17 @@ class FlowConfig:
         object.__setattr__(self, "kv_dtype", resolve_dtype(self.kv_dtype))
         if self.q_dtype is not None:
             object.__setattr__(self, "q_dtype", resolve_dtype(self.q_dtype))
+        if "i4" in (self.intermediate_dtype, self.q_dtype):
+            raise ValueError("int4 is a kv_dtype only (the packed k/v pool); "
+                             "intermediate_dtype and q_dtype are floats")
+        if self.is_int4:
+            if self.head_dim % 2:
+                raise ValueError(f"FlowConfig.head_dim must be even for "
+                                 f"kv_dtype int4 (two channels a byte), got "
+                                 f"{self.head_dim}")
+            if self.is_mla:
+                raise ValueError("FlowConfig.kv_dtype int4 is not supported "
+                                 "for MLA flows")
 
     @property
     def is_mla(self) -> bool:
@@ -150,8 +164,20 @@ class FlowConfig:
                    **knobs)
 
     @property
+    def is_int4(self) -> bool:
+        """A packed INT4 pool (vortex_torch Gen-3; docs/contract.md "INT4
+        KV")."""
+        return self.kv_dtype == "i4"
+
+    @property
+    def kv_value_dtype(self) -> str:
+        """The element type k and v are read as: f32 (dequantized) for an
+        int4 pool, else kv_dtype."""
+        return "f32" if self.is_int4 else self.kv_dtype
+
+    @property
     def query_dtype(self) -> str:
-        return self.q_dtype or self.kv_dtype
+        return self.q_dtype or ("bf16" if self.is_int4 else self.kv_dtype)
 
     def replace(self, **changes: Any) -> "FlowConfig":
         return dataclasses.replace(self, **changes)

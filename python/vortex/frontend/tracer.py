@@ -431,8 +431,8 @@ def _inputs(ctx: TraceContext, fields, side: str,
     # An MLA flow's latent is the IR's k.
     pools = ["latent", "v"] if cfg.is_mla else ["k", "v"]
     for (n, r, c, dtype), label in zip(
-            [("k", cfg.block_size, cfg.head_dim, cfg.kv_dtype),
-             ("v", cfg.block_size, cfg.head_dim, cfg.kv_dtype)] +
+            [("k", cfg.block_size, cfg.head_dim, cfg.kv_value_dtype),
+             ("v", cfg.block_size, cfg.head_dim, cfg.kv_value_dtype)] +
             [f + (cfg.intermediate_dtype,) for f in fields],
             pools + [f[0] for f in fields]):
         args.append(ctx.input_value(n, r, c, FORMAT.PAGED, dtype,

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..compiler import driver as compiler
 from .attention import (check_attend_values, check_decode_manifest,
-                        default_scale)
+                        check_int4_attend, default_scale)
 from ..compiler.driver import VortexCompileError, find_tool
 from .manifest import Manifest, budget
 from .validate import (check_csr, check_slot_map, check_slots,
@@ -312,6 +312,7 @@ class CompiledFlow:
         entry of row r holding `kv_last_len[r]` tokens. Returns (o, lse):
         o like q, lse `[rows, T x G]` (natural log), float32; written into
         `o` and `lse` when given. `sm_scale` defaults to 1/sqrt(D)."""
+        check_int4_attend(self.config, self.name)
         if "attend" not in self.manifest.steps:
             raise NotImplementedError(f"flow @{self.name}: the manifest has "
                                       "no attend step (recompile the flow)")
@@ -346,6 +347,7 @@ class CompiledFlow:
         the latent's first kv_lora_rank channels (its values). Refused before
         anything runs for a flow whose selection may drop the row's last
         tokens (the manifest's `decode_refusal`, naming reserved_eos or q)."""
+        check_int4_attend(self.config, self.name)
         check_decode_manifest(self.manifest)
         qa = self._check_q(q)
         indptr = _as_index_array("dense_kv_indptr", dense_kv_indptr)

@@ -24,7 +24,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
 
 __all__ = [
     "ATTEND_SPLIT_SLOTS", "LAUNCH_VALUES", "MANIFEST_VERSION", "DTYPES",
-    "OPTIONAL_STEPS", "SYMBOLS", "Dim",
+    "INT4_SCALES", "OPTIONAL_STEPS", "POOLS", "SYMBOLS", "Dim",
     "KernelSpec", "Manifest",
     "ParamSpec", "StepSpec", "TensorSpec", "budget", "grid_size",
     "kv_splits", "selected_count",
@@ -41,11 +41,17 @@ DTYPES: Dict[str, Tuple[str, Optional[str], int]] = {
     "f8E4M3FN": ("float8_e4m3fn", None, 1),
     "f8E5M2": ("float8_e5m2", None, 1),
     "i8": ("int8", "int8", 1),
+    "u8": ("uint8", "uint8", 1),
     "i32": ("int32", "int32", 4),
     "i64": ("int64", "int64", 8),
 }
 BY_TORCH = {"torch." + t: n for n, (t, _, _) in DTYPES.items()}
 BY_NUMPY = {np_: n for n, (_, np_, _) in DTYPES.items() if np_}
+
+# The cache tensors the engine owns (the rest are the flow's fields): the
+# pools and, for a packed int4 pool, its scales (docs/contract.md "INT4 KV").
+INT4_SCALES = ("k_int4_scale", "v_int4_scale")
+POOLS = ("k", "v") + INT4_SCALES
 
 SYMBOLS = ("rows", "total", "num_blocks", "num_new", "num_slots")
 # Steps a back end may leave out (docs/manifest.md): `attend` (decode
@@ -568,7 +574,7 @@ class Manifest:
         out = []
         for n in self.steps["cache"].args:
             t = self.tensors[n]
-            if t.role == "cache" and n not in ("k", "v"):
+            if t.role == "cache" and n not in POOLS:
                 out.append((n, t.shape[1].const, t.shape[2].const))
         return out
 

@@ -35,7 +35,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import native
 from .attention import (DECODE_TAIL, check_attend_values,
-                        check_decode_manifest, default_scale)
+                        check_decode_manifest, check_int4_attend,
+                        default_scale)
 from .cpu import CPUFlow
 from ..environment import import_torch
 from .manifest import DTYPES, Manifest, budget
@@ -689,6 +690,7 @@ class Flow:
         log) and returns them; allocated when not given. `sm_scale`
         defaults to 1/sqrt(D)."""
         cache = self._pools(cache)
+        check_int4_attend(self.manifest.config, self.manifest.flow)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
@@ -720,6 +722,7 @@ class Flow:
         sparse_kv_indices); an MLA flow's o is the view of the latent's
         first kv_lora_rank channels (its values)."""
         cache = self._pools(cache)
+        check_int4_attend(self.manifest.config, self.manifest.flow)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "

@@ -461,7 +461,30 @@ def _values(cache: Mapping[str, torch.Tensor], flow, cfg: tr.Config,
         cache = _mla_names(cache)
     else:
         flow.create_cache(cfg.block_size, cfg.head_dim)
-    return {n: EagerTensor(t, FORMAT.PAGED, n) for n, t in cache.items()}
+    return {n: EagerTensor(t, FORMAT.PAGED, n)
+            for n, t in _dequantized(cache, config).items()}
+
+
+def _is_int4(config) -> bool:
+    kv = (config.get("kv_dtype") if isinstance(config, Mapping)
+          else getattr(config, "kv_dtype", None))
+    return str(kv) in ("i4", "int4")
+
+
+def _dequantized(cache: Mapping[str, torch.Tensor], config
+                 ) -> Dict[str, torch.Tensor]:
+    """The cache the flow reads: a packed int4 pool (kv_dtype int4) as its
+    f32 values, (nibble - 7) * scale, without the scales (vortex.int4)."""
+    if not _is_int4(config):
+        return dict(cache)
+    from .. import int4
+    out = {n: t for n, t in cache.items() if n not in int4.SCALE_NAMES.values()}
+    for pool, scale in int4.SCALE_NAMES.items():
+        if pool not in cache or scale not in cache:
+            raise ValueError(f"cache: an int4 pool needs {pool!r} and "
+                             f"{scale!r}")
+        out[pool] = int4.dequantize_torch(cache[pool], cache[scale])
+    return out
 
 
 def _mla_names(cache: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
@@ -587,7 +610,8 @@ def decode(flow, q: torch.Tensor, cache: Dict[str, torch.Tensor],
         o, lse = attend(q, latent, latent, sp_indptr,
                         sp_indices, kv_last_len, cfg.group_size, sm_scale)
         return o[..., :rank], lse, score, sp_indptr, sp_indices
-    o, lse = attend(q, cache["k"], cache["v"], sp_indptr, sp_indices,
+    pools = _dequantized(cache, config)
+    o, lse = attend(q, pools["k"], pools["v"], sp_indptr, sp_indices,
                     kv_last_len, cfg.group_size, sm_scale)
     return o, lse, score, sp_indptr, sp_indices
 

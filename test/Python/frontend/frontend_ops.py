@@ -328,8 +328,7 @@ for mod in (I, C):
             tally(form.startswith("op(") and form.endswith("ctx=ctx)"),
                   f"{mod.__name__}.{name}: {form}")
 
-for mod, name in [(I, "MetaData"),
-                  (vortex.abs, "Int4Packed")]:
+for mod, name in [(I, "MetaData")]:
     try:
         getattr(mod, name)()
         tally(False, f"{mod.__name__}.{name}() raises")
@@ -338,6 +337,15 @@ for mod, name in [(I, "MetaData"),
               os.path.basename(__file__) in str(err),
               f"{mod.__name__}.{name}() raises UnsupportedOpError naming "
               "the op and this line", err)
+
+# Int4Packed is a mark (docs/python.md "INT4 KV"): only bias 7 exists.
+mark = vortex.abs.Int4Packed("k_int4_scale", per_channel=True)
+tally(mark.bias == 7 and mark.per_channel, "Int4Packed marks a tensor", mark)
+try:
+    vortex.abs.Int4Packed("v_int4_scale", per_channel=False, bias=8)
+    tally(False, "Int4Packed(bias=8) is refused")
+except ValueError as err:
+    tally("bias" in str(err), "Int4Packed(bias=8) is refused naming bias", err)
 
 # Parameter is supported (test/Python/eager/params_train.py): vortex.indexer
 # exports vortex.abs's, and a malformed one is refused at construction.

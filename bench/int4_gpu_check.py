@@ -1,0 +1,156 @@
+"""GPU check of packed INT4 k/v pools (kv_dtype int4; docs/contract.md
+"INT4 KV"): a check, not a benchmark, beside the other device checks that
+need artifacts built on a machine with MLIR.
+
+  # here (MLIR, ptxas): trace and compile the flows for a chip
+  python3 bench/int4_gpu_check.py --build .device-artifacts/int4 [--chip sm_90]
+  # on the GPU machine (torch, CUDA, no MLIR)
+  python3 bench/int4_gpu_check.py --run .device-artifacts/int4
+  # (--chip cpu builds CPU artifacts: --run then checks them on the CPU)
+
+The flows: every shipped flow but the MLA ones at G 8 / D 128 and G 5 /
+D 80, at their block size (16; 1 for the token flows), f32 intermediates,
+each in its own directory. Per flow, on the GPU: a pool of N(0, 1) k and v
+quantized with vortex.int4 (float64 scale math, f32 scales), fields
+poisoned with -7; the cache step on every used block (shuffled, two
+negative ids mixed in) against the float64 reference flow
+(vortex.semantics.reference) on the dequantized pool, fields to rtol =
+atol = 1e-4 (f32 reductions in another order), blocks no step lists still
+-7; then two indexer steps against the reference's selection (up to
+ties, reference.compare_selection). attend and decode must raise
+NotImplementedError. Exit 0 when every check passes, 1 otherwise, 2 when
+nothing was checked.
+"""
+
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+import torch
+
+import vortex
+from vortex import api, flows, int4
+from vortex.semantics import reference as ref
+
+#: Every shipped flow but the MLA ones (refused: docs/contract.md "INT4
+#: KV") and the G 5 copy of gqa_quest, at two shapes.
+CASES = [(name, g, d, bs)
+         for name, s in flows.SHIPPED.items()
+         if not s.config.is_mla and not name.endswith("_g5")
+         for g, d in ((8, 128), (5, 80))
+         for bs in [s.config.block_size]]
+LENGTHS = (0, 1, 3, 9, 33, 64, 257)
+POISON = -7.0
+RTOL = ATOL = 1e-4
+# The GPU machine's device; the CPU (artifacts built with --chip cpu) checks
+# this script itself where there is no GPU.
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def build(out: str, chip: str) -> int:
+    for name, g, d, bs in CASES:
+        s = flows.SHIPPED[name]
+        where = os.path.join(out, f"{name}_g{g}_d{d}_bs{bs}")
+        os.makedirs(where, exist_ok=True)
+        path = api.compile_vflow(s.flow, s.config, chip, name=s.symbol,
+                                 out_dir=where, use_cache=False,
+                                 head_dim=d, group_size=g, block_size=bs,
+                                 page_size=bs, kv_dtype="int4",
+                                 intermediate_dtype="f32")
+        print("built", path)
+    return 0
+
+
+def check_flow(path: str, tally) -> None:
+    flow = vortex.load(path)
+    cfg_d = flow.manifest.config
+    cfg = ref.Config.from_dict(cfg_d)
+    model = ref.FLOWS[flow.manifest.flow]
+    tag = f"{os.path.basename(os.path.dirname(path))}"
+    rng = np.random.default_rng(3)
+    bs, d = int(cfg_d["block_size"]), int(cfg_d["head_dim"])
+    total = sum(LENGTHS)
+    nb = total + 7
+    packed = int4.quantize_pool(rng.standard_normal((nb, bs, d)),
+                                rng.standard_normal((nb, bs, d)) * 2.0)
+    names = [n for n, _, _ in flow.manifest.fields]
+    cache = {n: torch.from_numpy(a).to(DEV) for n, a in packed.items()}
+    for n, r, c in flow.manifest.fields:
+        cache[n] = torch.full((nb, r, c), POISON, device=DEV)
+    want = {n: np.full((nb, r, c), POISON) for n, r, c in flow.manifest.fields}
+    want["k"], want["v"] = int4.dequantize_pool(packed)
+    perm = rng.permutation(nb).astype(np.int32)
+    used, unused = perm[:total], perm[total:]
+    indptr = np.concatenate([[0], np.cumsum(LENGTHS)]).astype(np.int32)
+    ids = np.concatenate([used, [-1, -2]]).astype(np.int32)
+    rng.shuffle(ids)
+
+    flow.cache_step(cache, torch.from_numpy(ids).to(DEV))
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+    model.cache_step(want, used, cfg)
+    got = {n: cache[n].cpu().numpy() for n in names}
+    probs = ref.compare_fields(got, want, names, rtol=RTOL, atol=ATOL)
+    probs += [f"{n}: a block no step lists was written" for n in names
+              if not (got[n][unused] == POISON).all()]
+    tally(not probs, f"{tag}: cache step = float64 reference", probs[:4])
+
+    g = int(cfg_d["group_size"])
+    for step in range(2):
+        q = rng.standard_normal((len(LENGTHS), g, d)).astype(np.float32)
+        sp, si = flow.indexer(torch.from_numpy(q).to(DEV), cache,
+                              torch.from_numpy(indptr).to(DEV),
+                              torch.from_numpy(used).to(DEV))
+        w = model.indexer(q.astype(np.float64), want, indptr, used, cfg)
+        probs = ref.compare_selection(sp.cpu().numpy(), si.cpu().numpy(), w,
+                                      indptr, used, cfg)
+        tally(not probs, f"{tag}: indexer step {step} = reference selection",
+              probs[:4])
+    for fn in ("attend", "decode"):
+        try:
+            getattr(flow, fn)(torch.from_numpy(q).to(DEV), cache,
+                              torch.from_numpy(indptr).to(DEV),
+                              torch.from_numpy(used).to(DEV),
+                              torch.ones(len(LENGTHS), dtype=torch.int32,
+                                         device=DEV))
+            tally(False, f"{tag}: {fn} is refused")
+        except NotImplementedError as err:
+            tally("int4" in str(err), f"{tag}: {fn} raises NotImplementedError",
+                  str(err)[:120])
+
+
+def run(out: str) -> int:
+    results = []
+
+    def tally(ok, what, detail=None):
+        results.append(bool(ok))
+        print(("PASS " if ok else "FAIL ") + what +
+              ("" if ok or not detail else f"\n    {detail}"), flush=True)
+
+    paths = sorted(glob.glob(os.path.join(out, "*", "*.manifest.json")))
+    for path in paths:
+        try:
+            check_flow(path, tally)
+        except Exception as err:  # noqa: BLE001
+            tally(False, f"{path}: {type(err).__name__}: {err}")
+    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+    if not results:
+        return 2
+    return 0 if all(results) else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", metavar="DIR")
+    ap.add_argument("--run", metavar="DIR")
+    ap.add_argument("--chip", default="sm_90")
+    args = ap.parse_args()
+    if bool(args.build) == bool(args.run):
+        ap.error("give exactly one of --build DIR, --run DIR")
+    return build(args.build, args.chip) if args.build else run(args.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
