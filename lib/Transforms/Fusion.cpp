@@ -213,6 +213,19 @@ private:
 
 struct VortexFusePass : public vortex::impl::VortexFuseBase<VortexFusePass> {
   void runOnOperation() override {
+    // A custom op is a host call into torch: both back ends compile a step
+    // to one program, so they cannot hold one (docs/python.md, "Custom
+    // ops"). Refused here, at the first pass of both pipelines.
+    WalkResult custom = getOperation().walk([&](CustomCallOp op) {
+      op.emitOpError("'")
+          << op.getCallee()
+          << "' is a custom op (a registered torch function); the back ends "
+             "do not compile a step that calls one: run the flow in eager "
+             "mode (vortex.semantics.eager)";
+      return WalkResult::interrupt();
+    });
+    if (custom.wasInterrupted())
+      return signalPassFailure();
     getOperation().walk([&](FlowOp flow) {
       for (Block *body : {&flow.getCacheBody(), &flow.getIndexerBody()}) {
         // Already fused bodies are left as they are (idempotence).

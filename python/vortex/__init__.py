@@ -29,6 +29,8 @@ from .runtime.cpu import CompiledFlow, FlowInfo, compile_flow
 # name) with a FlowConfig, which it traces first.
 from .api import compile, trace
 from .frontend import FlowConfig, FlowError
+# Custom ops: a torch function registered as an indexer op (docs/python.md).
+from .indexer.custom_op import register_op
 
 
 # Raised by Flow.check() when a GPU kernel's guard failed (docs/gpu.md).
@@ -46,4 +48,4 @@ def load(manifest_path, device=None, params=None, debug=None):
 __all__ = ["CompiledFlow", "FlowCheckError", "FlowConfig", "FlowError",
            "FlowInfo", "SetupError",
            "VortexCompileError", "compile", "compile_flow", "find_tool",
-           "load", "trace"]
+           "load", "register_op", "trace"]
