@@ -41,6 +41,10 @@ def load(manifest_path, device=None, params=None, debug=None):
     """A compiled flow as torch ops (see `vortex.runtime.ops.Flow`); `params`
     binds its parameters (learned constants); `debug` checks the GPU guards
     after every step (default: the VORTEX_DEBUG environment variable)."""
+    from .staged import is_staged, load as _load_staged
+    if is_staged(manifest_path):
+        # A flow compiled around its custom ops (CPU; docs/python.md).
+        return _load_staged(manifest_path)
     from .runtime.ops import load as _load
     return _load(manifest_path, device, params, debug)
 

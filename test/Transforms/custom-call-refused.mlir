@@ -4,8 +4,9 @@
 // RUN: not vortex-compile %s --target=cpu -o %t 2>&1 | FileCheck %s
 //
 // Both back ends refuse a flow holding a vortex.custom_call, at the op,
-// in their first pass (vortex-fuse): a step compiles to one program, and
-// an opaque torch call would split it (docs/python.md, "Custom ops").
+// in their first pass (vortex-fuse): a compiled step is one program, so
+// the step must be split around the call first (vortex-split-custom-calls;
+// docs/python.md, "Custom ops").
 
 !p = !vortex.vtensor<?x1x1xf32, #vortex.format<paged>>
 !r = !vortex.vtensor<?x1x1xf32, #vortex.format<ragged>>
@@ -13,13 +14,13 @@
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = f32, kv_dtype = f32>
 
-// CHECK: custom-call-refused.mlir:[[# @LINE + 7]]:8: error: 'vortex.custom_call' op 'Norm' is a custom op (a registered torch function); the back ends do not compile a step that calls one
+// CHECK: custom-call-refused.mlir:[[# @LINE + 7]]:8: error: 'vortex.custom_call' op 'Norm' is a custom op (a registered torch function); a compiled step cannot call one
 vortex.flow @f config = #cfg fields()
 cache(%k: !p, %v: !p) {
 }
 indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
   %s = vortex.exp %k : !p -> !r
-  // expected-error @+1 {{'vortex.custom_call' op 'Norm' is a custom op (a registered torch function); the back ends do not compile a step that calls one: run the flow in eager mode}}
+  // expected-error @+1 {{'vortex.custom_call' op 'Norm' is a custom op (a registered torch function); a compiled step cannot call one: split the step around it first}}
   %n = vortex.custom_call "Norm"(%s) : (!r) -> !r
   vortex.topk %n into %o : !r into !o
 }

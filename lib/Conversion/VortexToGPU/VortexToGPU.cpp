@@ -9,6 +9,7 @@
 
 #include "Kernels.h"
 #include "Selection/Selection.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 #include "Vortex/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -256,6 +257,18 @@ struct ConvertVortexToGPUPass
                                "module (the manifest describes one flow)");
       return signalPassFailure();
     }
+    // A stage of a step split around a custom op: the GPU kernels have no
+    // stage arguments yet (docs/python.md, "Custom ops").
+    WalkResult stage = getOperation().walk([&](Operation *op) {
+      if (!isa<StageInOp, StageOutOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("is a stage boundary of a step split around a custom "
+                      "op; the GPU back end does not compile stages yet "
+                      "(the CPU back end does)");
+      return WalkResult::interrupt();
+    });
+    if (stage.wasInterrupted())
+      return signalPassFailure();
     ConvertVortexToGPUOptions options = this->options();
     for (FlowOp flow : flows)
       if (failed(lowerFlow(flow, options)))

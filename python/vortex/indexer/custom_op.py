@@ -33,7 +33,7 @@ from ..abs.tensor import FORMAT
 from ..frontend.config import float_literal
 from ..frontend.oplib import TracedOp, attr_dict
 
-__all__ = ["CustomOp", "CustomSpec", "custom", "custom_or_unknown",
+__all__ = ["CustomLayout", "CustomOp", "CustomSpec", "custom", "custom_or_unknown",
            "register_op", "registered_ops", "unregister_op"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -142,6 +142,30 @@ def _format_of(value: Any) -> Optional[FORMAT]:
         return None
 
 
+class CustomLayout:
+    """What a custom op's function sees of the step: the CSR's `indptr`
+    (int64 `[rows + 1]`), each position's row `row_of` (int64 `[S]`),
+    `valid` (bool `[S]`: the position lies in the CSR; `S` may exceed
+    `indptr[-1]`), `rows` and the flow's `config`."""
+
+    __slots__ = ("indptr", "row_of", "valid", "rows", "config")
+
+    def __init__(self, indptr, row_of, valid, config) -> None:
+        self.indptr, self.row_of, self.valid = indptr, row_of, valid
+        self.rows, self.config = int(indptr.numel()) - 1, config
+
+    @classmethod
+    def from_csr(cls, indptr, total: int, config) -> "CustomLayout":
+        """From a CSR's int64 `indptr` (a torch tensor) over `total`
+        positions."""
+        import torch
+        rows = int(indptr.numel()) - 1
+        pos = torch.arange(total, dtype=torch.int64, device=indptr.device)
+        row_of = (torch.searchsorted(indptr[1:], pos, right=True)
+                  .clamp(max=max(rows - 1, 0)))
+        return cls(indptr, row_of, pos < indptr[-1], config)
+
+
 class CustomOp(TracedOp):
     """A registered custom op (see `register_op`): `y = op(*x, ctx=ctx)`.
     Constructor keywords are the op's attributes, passed to the function
@@ -226,6 +250,8 @@ class CustomOp(TracedOp):
                  for v in vals]
         d0, d1, fmt = self.result_spec(specs, ctx.error)
         r = ctx.new_value(d0, d1, fmt, hint=self.op_name.lower())
+        # The calls in trace order: the staged compile's runtime plan.
+        ctx.custom_calls = getattr(ctx, "custom_calls", []) + [self]
         types = ", ".join(ctx.type_of(v) for v in vals)
         ctx.emit(f'{r._ssa} = vortex.custom_call "{self.op_name}"('
                  f'{", ".join(v._ssa for v in vals)}){self._attr_text()} : '

@@ -40,6 +40,7 @@ from ..cache.learned import learned_descriptor
 from ..flow import registry
 from ..flow.flow import declare_cache, mla_dims
 from ..frontend.oplib import CacheBinary, CacheUnary
+from ..indexer.custom_op import CustomLayout
 from ..runtime.manifest import budget_rule
 
 torch = import_torch()
@@ -368,20 +369,6 @@ def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
                    si, None)
 
 
-class CustomLayout:
-    """What a custom op's function sees of the step (vortex.register_op):
-    the CSR's `indptr` (int64 `[rows + 1]`), each position's row `row_of`
-    (int64 `[S]`), `valid` (bool `[S]`: the position lies in the CSR;
-    `S` may exceed `indptr[-1]`), `rows` and the `config` (`bos`, `eos`,
-    `topk_val`, ...)."""
-
-    __slots__ = ("indptr", "row_of", "valid", "rows", "config")
-
-    def __init__(self, L: tr.Layout) -> None:
-        self.indptr, self.row_of, self.valid = L.indptr, L.row_of, L.valid
-        self.rows, self.config = L.rows, L.cfg
-
-
 def _custom_call(op, ctx: EagerContext, *args) -> EagerTensor:
     """A registered custom op: its torch function on the inputs (RAGGED
     `[S, d0, d1]`, BATCHED `[rows, d0, d1]`, float32), its result checked
@@ -403,7 +390,9 @@ def _custom_call(op, ctx: EagerContext, *args) -> EagerTensor:
 
     d0, d1, fmt = op.result_spec(specs, fail)
     lead = ctx.L.total if fmt == FORMAT.RAGGED else ctx.L.rows
-    out = op.fn(*data, layout=CustomLayout(ctx.L), **op.attrs)
+    L = ctx.L
+    out = op.fn(*data, layout=CustomLayout(L.indptr, L.row_of, L.valid, L.cfg),
+                **op.attrs)
     if not isinstance(out, torch.Tensor) or not out.is_floating_point() or \
             tuple(out.shape) != (lead, d0, d1):
         what = (f"a {out.dtype} tensor of shape {tuple(out.shape)}"

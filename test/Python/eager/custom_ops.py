@@ -27,7 +27,7 @@ from vortex.flow import vFlow
 from vortex.frontend.errors import (FlowError, FlowTraceError,
                                     UnsupportedOpError)
 from vortex.semantics import eager
-from vortex.indexer import GeMM, Mean, topK
+from vortex.indexer import Add, GeMM, Mean, topK
 
 tally = testing.Tally()
 
@@ -117,6 +117,60 @@ tally(torch.equal(cp, sp.to(cp.dtype)) and
       "eager selection == the compiled CPU flow without the op (the same "
       "order per row)", (sp, cp, si, ci))
 
+
+
+# -- two calls, a batched one, a value crossing both cuts ----------------------
+@vortex.register_op("QScale", shape_rule=lambda x, scale: (x.d0, x.d1))
+def q_scale(x, *, layout, scale):
+    return x * scale
+
+
+class TwoCalls(Base):
+    def __init__(self):
+        super().__init__()
+        self.qs = vortex.indexer.custom("QScale")(scale=-2.0)
+        self.norm = RowZScore(eps=1e-6)
+        self.add = Add(alpha=1.0, beta=0.25)
+
+    def forward_indexer(self, q, o, cache, ctx):
+        score = self.score(self.qs(q, ctx=ctx), cache, ctx)
+        mixed = self.add(self.norm(score, ctx=ctx), score, ctx=ctx)
+        self.out(mixed, o, ctx=ctx)
+
+
+score2, sp2, si2 = eager.indexer(TwoCalls(), q, cache, indptr, indices, conf)
+ref2 = np.zeros(nb)
+for row in range(len(lengths)):
+    lo, hi = ip[row], ip[row + 1]
+    if hi > lo:
+        cent = k64[indices[lo:hi].long().numpy()].mean(axis=1)
+        raw = cent @ (-2.0 * q64[row]).mean(axis=0)
+        ref2[lo:hi] = (raw - raw.mean()) / (raw.std() + 1e-6) + 0.25 * raw
+got2 = score2.reshape(-1)[:nb].double().numpy()
+tally(np.allclose(got2, ref2, rtol=1e-5, atol=1e-5),
+      "eager, two calls: the score equals float64 (rtol 1e-5, atol 1e-5)",
+      np.abs(got2 - ref2).max())
+two = vortex.load(vortex.compile(TwoCalls, vortex.FlowConfig(**conf),
+                                 target="cpu"))
+tp, ti = two.indexer(q, dict(cache), indptr, indices)
+tally(len(two.stages) == 3 and torch.equal(tp, sp2.to(tp.dtype)) and
+      torch.equal(ti, si2[:int(sp2[-1])].to(ti.dtype)),
+      "compiled around two calls (3 stages) == eager mode, exactly",
+      (sp2, tp, si2, ti))
+kept = [set(ti[int(tp[r]):int(tp[r + 1])].tolist()) for r in range(len(lengths))]
+want = []
+for row in range(len(lengths)):
+    lo, hi = ip[row], ip[row + 1]
+    n = hi - lo
+    ids = indices[lo:hi].tolist()
+    if n <= conf["reserved_bos"] + conf["topk_val"] + conf["reserved_eos"]:
+        want.append(set(ids))
+        continue
+    mid = np.argsort(-ref2[lo + 1:hi - 1], kind="stable")[:conf["topk_val"]]
+    want.append({ids[0], ids[-1]} | {ids[1 + i] for i in mid})
+tally(kept == want, "compiled around two calls: the selection of the "
+      "float64 scores (bos 1, top 3, eos 1), as sets per row", (kept, want))
+
 # -- tracing --------------------------------------------------------------
 ir = vortex.trace(Normalised, vortex.FlowConfig(**conf))
 line = [ln for ln in ir.splitlines() if "vortex.custom_call" in ln]
@@ -124,17 +178,34 @@ tally(len(line) == 1 and '"RowZScore"(' in line[0] and
       "custom_ops.py" in line[0],
       "traced: one vortex.custom_call \"RowZScore\" at the flow's line",
       line)
+# -- compiled around the op (CPU): stage 0, RowZScore in torch, stage 1 ------
+staged = vortex.load(vortex.compile(Normalised, vortex.FlowConfig(**conf),
+                                    target="cpu"))
+tally(len(staged.stages) == 2, "compiled: two stages around the one op",
+      staged)
+c2 = {n: t.clone() for n, t in cache.items()}
+c2["centroids"].zero_()
+staged.cache_step(c2, torch.arange(nb, dtype=torch.int32))
+tally(torch.allclose(c2["centroids"], cache["centroids"], rtol=1e-6,
+                     atol=1e-6),
+      "compiled: stage 0's cache step writes the centroids")
+np_, ni = staged.indexer(q, c2, indptr, indices)
+tally(torch.equal(np_, sp.to(np_.dtype)) and
+      torch.equal(ni, si[:int(sp[-1])].to(ni.dtype)),
+      "compiled around the op == eager mode, exactly", (sp, np_, si, ni))
+tally(torch.equal(np_, cp) and torch.equal(ni, ci[:int(cp[-1])]),
+      "compiled around the op == the compiled flow without it (the same "
+      "order per row)")
 try:
-    vortex.compile(Normalised, vortex.FlowConfig(**conf), target="cpu")
-    tally(False, "compiling a custom op: refused")
-except (FlowError, vortex.VortexCompileError) as err:
-    tally("custom_call" in str(err) and "RowZScore" in str(err),
-          "compiling a custom op: refused, naming it", str(err))
-
+    vortex.compile(Normalised, vortex.FlowConfig(**conf), target="sm_90")
+    tally(False, "a GPU build of a custom op: refused")
+except vortex.VortexCompileError as err:
+    tally("RowZScore" in str(err) and "GPU" in str(err),
+          "a GPU build of a custom op: refused, naming it", str(err))
 outcome = sweep.sweep(Normalised, [("base", vortex.FlowConfig(**conf))])[0]
 tally(outcome.status == "refused" and "RowZScore" in outcome.detail,
-      "verify sweep: the custom op is `refused` at its line, not FAILS",
-      outcome)
+      "verify sweep: the custom op is `refused` at its line, not FAILS "
+      "(the sweep lowers the unsplit flow on both back ends)", outcome)
 
 
 # -- errors ----------------------------------------------------------------
