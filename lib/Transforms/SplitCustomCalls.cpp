@@ -105,8 +105,17 @@ static FailureOr<Cut> analyze(FlowOp flow) {
         if (failed(checkStageValue(&op, r)))
           return failure();
       } else if (later) {
-        cut.crossing[r] =
-            "s" + std::to_string(*def) + "_" + std::to_string(counter++);
+        // An operand of the call ending its stage travels under the call's
+        // name, so that the stage exports it once.
+        std::string name;
+        for (OpOperand &use : r.getUses())
+          if (auto call = dyn_cast<CustomCallOp>(use.getOwner());
+              call && name.empty() && cut.stageOf.lookup(call) == *def)
+            name = "c" + std::to_string(*def) + "_in" +
+                   std::to_string(use.getOperandNumber());
+        cut.crossing[r] = !name.empty() ? name
+                                        : "s" + std::to_string(*def) + "_" +
+                                              std::to_string(counter++);
         if (failed(checkStageValue(&op, r)))
           return failure();
       }
@@ -175,9 +184,11 @@ static void buildStage(FlowOp flow, const Cut &cut, unsigned k,
     }
     CustomCallOp call = cut.calls[k];
     for (auto [j, v] : llvm::enumerate(call.getInputs())) {
+      std::string name = ("c" + Twine(k) + "_in" + Twine(j)).str();
+      if (!isImport(cut, v, k) && cut.crossing.lookup(v) == name)
+        continue; // exported above, under this name
       Value local = isImport(cut, v, k) ? importOf(v) : toClone[v];
-      StageOutOp::create(b, call.getLoc(), local,
-                         ("c" + Twine(k) + "_in" + Twine(j)).str());
+      StageOutOp::create(b, call.getLoc(), local, name);
     }
   }
   // Everything of other stages goes, users first.

@@ -44,7 +44,7 @@ def load(manifest_path, device=None, params=None, debug=None):
     from .staged import is_staged, load as _load_staged
     if is_staged(manifest_path):
         # A flow compiled around its custom ops (CPU; docs/python.md).
-        return _load_staged(manifest_path)
+        return _load_staged(manifest_path, device)
     from .runtime.ops import load as _load
     return _load(manifest_path, device, params, debug)
 

@@ -8,7 +8,10 @@ the stages' manifests and the calls between them. `vortex.load` of it
 gives a `StagedFlow`: `indexer` runs stage 0, call 0 on the values stage 0
 exported (`c0_in<j>`), stage 1 with the call's result (`c0_out`), ... ;
 the runtime allocates every value that crosses a cut (docs/python.md,
-"Custom ops"). Only the CPU back end compiles stages.
+"Custom ops"). The CPU back end is checked here
+(test/Python/eager/custom_ops.py); the GPU path (stage kernels from
+convert-vortex-to-gpu, launched with `CompiledFlowGPU.run_step`) is checked
+on the GPU machine by bench/custom_gpu_check.py.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .compiler.driver import VortexCompileError
 from .environment import import_torch
 from .indexer.custom_op import CustomLayout, custom
 from .runtime.cpu import CompiledFlow, _as_index_array
+from .runtime.manifest import Manifest
 
 __all__ = ["StagedFlow", "compile_staged", "is_staged", "load"]
 
@@ -36,12 +40,6 @@ def compile_staged(text: str, name: str, calls: Sequence[Any], target: str,
     """Split `text` (the traced flow `name`) at its custom ops `calls` (the
     traced op objects, in order), compile each stage, and return the path
     of the staged manifest."""
-    if target != "cpu":
-        raise VortexCompileError(
-            f"flow '{name}' calls custom ops "
-            f"({', '.join(c.op_name for c in calls)}): the GPU back end does "
-            "not compile a step split around a torch call yet; compile it "
-            "for target='cpu' or run it in eager mode")
     opt = compiler.find_tool("vortex-opt")
     split = compiler.run_tool(
         [opt, "-", "--vortex-split-custom-calls", "--mlir-print-debuginfo"],
@@ -52,10 +50,13 @@ def compile_staged(text: str, name: str, calls: Sequence[Any], target: str,
         stages.append(os.path.abspath(compiler.compile(
             split, target=target, out_dir=sub, flow=f"{name}_stage{k}",
             options=options, use_cache=use_cache)))
-    spec = {"kind": KIND, "version": 1, "flow": name, "stages": stages,
-            "calls": [{"name": c.op_name, "attrs": c.attrs} for c in calls]}
-    where = out_dir or os.path.dirname(stages[0])
+    where = os.path.abspath(out_dir or os.path.dirname(stages[0]))
     os.makedirs(where, exist_ok=True)
+    # Relative to the staged manifest: the directory may move (to the GPU
+    # machine) as a whole.
+    spec = {"kind": KIND, "version": 1, "flow": name,
+            "stages": [os.path.relpath(p, where) for p in stages],
+            "calls": [{"name": c.op_name, "attrs": c.attrs} for c in calls]}
     path = os.path.join(where, f"{name}.staged.json")
     with open(path, "w") as fh:
         json.dump(spec, fh, indent=2)
@@ -71,13 +72,20 @@ class StagedFlow:
     """A flow compiled around its custom ops (CPU): `indexer` and
     `cache_step` on torch tensors (CPU, float32 fields, updated in place)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, device: Any = None) -> None:
         with open(path) as fh:
             spec = json.load(fh)
         if spec.get("kind") != KIND or spec.get("version") != 1:
             raise ValueError(f"{path}: not a staged flow (version 1)")
         self.name = spec["flow"]
-        self.stages = [CompiledFlow(p) for p in spec["stages"]]
+        base = os.path.dirname(os.path.abspath(path))
+        spec["stages"] = [os.path.join(base, p) for p in spec["stages"]]
+        self.gpu = Manifest.from_file(spec["stages"][0]).backend == "cuda"
+        if self.gpu:
+            from .runtime import cuda
+            self.stages = [cuda.load(p, device) for p in spec["stages"]]
+        else:
+            self.stages = [CompiledFlow(p) for p in spec["stages"]]
         # The registered functions, looked up now: an unregistered name is
         # an error here, not at the first step.
         self.calls = []
@@ -88,7 +96,7 @@ class StagedFlow:
                                  "registered (vortex.register_op) in this "
                                  "process")
             self.calls.append((op, c["attrs"]))
-        self.config = dict(self.stages[0].config)
+        self.config = dict(self.stages[0].manifest.config)
 
     def __repr__(self) -> str:
         return (f"StagedFlow(@{self.name}, {len(self.stages)} stages, calls "
@@ -106,14 +114,55 @@ class StagedFlow:
 
     def cache_step(self, cache: Mapping[str, Any], block_ids) -> None:
         """Stage 0's cache step (every stage has the flow's cache body)."""
+        if self.gpu:
+            torch = import_torch()
+            ids = block_ids.to(cache["k"].device, torch.int32)
+            self.stages[0].run_step("cache", dict(cache, block_ids=ids))
+            return
         self.stages[0].cache_step(self._numpy_cache(cache),
                                   np.asarray(block_ids))
+
+    def _indexer_gpu(self, q, cache, dense_kv_indptr, dense_kv_indices):
+        """`indexer` on the GPU: torch tensors on the flow's device, the
+        cut values in the stages' dtypes."""
+        torch = import_torch()
+        dev = q.device
+        indptr = dense_kv_indptr.to(dev, torch.int32)
+        indices = dense_kv_indices.to(dev, torch.int32)
+        rows, total = indptr.numel() - 1, indices.numel()
+        layout = CustomLayout.from_csr(indptr.long(), total, self.config)
+        sparse = (torch.zeros_like(indptr), torch.zeros_like(indices))
+        values: Dict[str, Any] = {}
+        for k, stage in enumerate(self.stages):
+            m = stage.manifest
+            args = dict(cache, q=q, dense_kv_indptr=indptr,
+                        dense_kv_indices=indices, sparse_kv_indptr=sparse[0],
+                        sparse_kv_indices=sparse[1])
+            args.update({n: values[n] for n in m.steps["indexer"].args
+                         if n in values})
+            outputs = {n: torch.zeros(
+                _shape(m.tensors[n], rows, total),
+                dtype=getattr(torch, m.tensors[n].torch_dtype.split(".")[1]),
+                device=dev) for n in _exports(m)}
+            args.update(outputs)
+            stage.run_step("indexer", args)
+            values.update(outputs)
+            if k < len(self.calls):
+                nxt = self.stages[k + 1].manifest.tensors[f"c{k}_out"]
+                out = self._call(k, values, layout, rows, total)
+                values[f"c{k}_out"] = out.to(dev, getattr(
+                    torch, nxt.torch_dtype.split(".")[1])).contiguous()
+        end = int(sparse[0][-1])
+        return sparse[0], sparse[1][:end].clone()
 
     def indexer(self, q, cache: Mapping[str, Any], dense_kv_indptr,
                 dense_kv_indices) -> Tuple[Any, Any]:
         """One decode step: `(sparse_kv_indptr, sparse_kv_indices)` (int32
         torch tensors, the indices cut to `sparse_kv_indptr[-1]`)."""
         torch = import_torch()
+        if self.gpu:
+            return self._indexer_gpu(q, cache, dense_kv_indptr,
+                                     dense_kv_indices)
         np_cache = self._numpy_cache(cache)
         qa = np.ascontiguousarray(np.asarray(q, dtype=np.float32))
         indptr = _as_index_array("dense_kv_indptr", np.asarray(dense_kv_indptr))
@@ -137,8 +186,8 @@ class StagedFlow:
             stage.runtime.run_step("indexer", args)
             values.update(outputs)
             if k < len(self.calls):
-                values[f"c{k}_out"] = self._call(k, values, layout, rows,
-                                                 total)
+                values[f"c{k}_out"] = np.ascontiguousarray(self._call(
+                    k, values, layout, rows, total).float().numpy())
         end = int(sparse[0][-1])
         return (torch.from_numpy(sparse[0]),
                 torch.from_numpy(sparse[1][:end].copy()))
@@ -149,7 +198,7 @@ class StagedFlow:
         the shape the next stage imports."""
         torch = import_torch()
         op, attrs = self.calls[k]
-        ins = [torch.from_numpy(values[n]) for n in sorted(
+        ins = [torch.as_tensor(values[n]).float() for n in sorted(
             (n for n in values if n.startswith(f"c{k}_in")),
             key=lambda n: int(n[len(f"c{k}_in"):]))]
         out = op._def.fn(*ins, layout=layout, **attrs)
@@ -160,26 +209,28 @@ class StagedFlow:
                 type(out).__name__
             raise ValueError(f"{op._def.name}: the function returned {got}; "
                              f"its shape rule declares {list(want)}")
-        return np.ascontiguousarray(out.detach().float().numpy())
+        return out.detach()
 
 
 def _shape(rec, rows: int, total: int) -> Tuple[int, ...]:
     return rec.extents({"total": total, "rows": rows})
 
 
+def _exports(m) -> List[str]:
+    """A stage's exports: the writes that are neither the CSR nor a field."""
+    return [n for n in m.steps["indexer"].writes
+            if m.tensors[n].role == "output" and len(m.tensors[n].shape) == 3]
+
+
 def _stage_outputs(m, rows: int, total: int) -> Dict[str, np.ndarray]:
-    """Buffers for a stage's exports (writes that are no CSR or field)."""
-    out = {}
-    for n in m.steps["indexer"].writes:
-        rec = m.tensors[n]
-        if rec.role == "output" and len(rec.shape) == 3:
-            out[n] = np.zeros(_shape(rec, rows, total), np.float32)
-    return out
+    """Buffers for a stage's exports (CPU: float32)."""
+    return {n: np.zeros(_shape(m.tensors[n], rows, total), np.float32)
+            for n in _exports(m)}
 
 
 def _import_shape(m, name: str, rows: int, total: int) -> Tuple[int, ...]:
     return _shape(m.tensors[name], rows, total)
 
 
-def load(path: str) -> StagedFlow:
-    return StagedFlow(path)
+def load(path: str, device: Any = None) -> StagedFlow:
+    return StagedFlow(path, device)

@@ -5,9 +5,9 @@
 // RUN: vortex-opt %t.mlir --vortex-to-cpu | FileCheck %s --check-prefix=CPU
 //
 // vortex-split-custom-calls: one flow with two custom calls becomes three
-// stage flows. Stage 0 exports call 0's operand (c0_in0) and the value
-// stage 2 needs (s0_*); stage 1 imports call 0's result and exports call
-// 1's operands; stage 2 imports both and selects.
+// stage flows. Stage 0 exports call 0's operand once (c0_in0), which
+// stage 1 reads too; stage 1 imports it and call 0's result and exports
+// call 1's operands; stage 2 imports call 1's result and selects.
 
 !k = !vortex.vtensor<?x4x8xf32, #vortex.format<paged>>
 !c = !vortex.vtensor<?x1x8xf32, #vortex.format<paged>>
@@ -24,13 +24,12 @@
 // CHECK:       indexer(
 // CHECK-NEXT:    %[[QM:.+]] = vortex.mean %q
 // CHECK-NEXT:    %[[S:.+]] = vortex.gemm %[[QM]], %c
-// CHECK-NEXT:    vortex.stage_out %[[S]] as "s0_0"
 // CHECK-NEXT:    vortex.stage_out %[[S]] as "c0_in0"
 // CHECK-NEXT:  }
 // CHECK-LABEL: vortex.flow @f_stage1
 // CHECK:       indexer(
 // CHECK-NEXT:    %[[N:.+]] = vortex.stage_in "c0_out"
-// CHECK-NEXT:    %[[S1:.+]] = vortex.stage_in "s0_0"
+// CHECK-NEXT:    %[[S1:.+]] = vortex.stage_in "c0_in0"
 // CHECK-NEXT:    %[[E:.+]] = vortex.exp %[[N]]
 // CHECK-NEXT:    vortex.stage_out %[[E]] as "c1_in0"
 // CHECK-NEXT:    vortex.stage_out %[[S1]] as "c1_in1"
@@ -48,7 +47,7 @@
 // MANIFEST-NEXT:   "args": [
 // MANIFEST:          "sparse_kv_indices",
 // MANIFEST-NEXT:     "c0_out",
-// MANIFEST-NEXT:     "s0_0",
+// MANIFEST-NEXT:     "c0_in0",
 // MANIFEST-NEXT:     "c1_in0",
 // MANIFEST-NEXT:     "c1_in1"
 // MANIFEST-NEXT:   ],
@@ -69,7 +68,7 @@
 // MANIFEST-NEXT:     "dtype": "f32",
 // MANIFEST-NEXT:     "role": "output",
 // CPU-LABEL: llvm.func @_mlir_ciface_f_stage0_indexer
-// CPU-SAME:    {vortex.name = "sparse_kv_indices"}, %{{.*}}: !llvm.ptr {vortex.name = "s0_0"}, %{{.*}}: !llvm.ptr {vortex.name = "c0_in0"})
+// CPU-SAME:    {vortex.name = "sparse_kv_indices"}, %{{.*}}: !llvm.ptr {vortex.name = "c0_in0"})
 // CPU-LABEL: llvm.func @_mlir_ciface_f_stage1_indexer
 // CPU-LABEL: llvm.func @_mlir_ciface_f_stage2_indexer
 // CPU-NOT:   vortex.stage_

@@ -5,15 +5,21 @@
 # shape rule is an indexer op. A flow that normalises its score per row
 # with one (a z-score written in torch) runs in eager mode, where its score
 # equals an independent float64 numpy model (rtol 1e-5, atol 1e-5: float32
-# against float64 over rows of at most 14 blocks, head dim 8) and its
-# selection equals the compiled CPU flow without the op (a z-score with a
-# positive scale keeps each row's order). Traced, the op is one
-# vortex.custom_call that vortex-opt verifies; compiling it is refused at
-# the op's line (the back ends do not split a step around a torch call
-# yet, docs/python.md). Bad registrations, bad shape rules, bad results and
-# unknown ops are errors naming the argument, or the flow, op and line.
+# against float64 over rows of at most 14 blocks, head dim 8), and compiled
+# around the op on the CPU (vortex-split-custom-calls: stage 0, the torch
+# call, stage 1), where its selection equals eager mode's and the compiled
+# flow without the op's exactly (a z-score keeps each row's order). A flow
+# with two calls (a batched one on q, then the z-score) and the score
+# crossing both cuts: eager against float64 (same tolerances), and three
+# compiled stages whose selection equals eager mode's exactly and the
+# float64 top-k as sets per row. A GPU build has two cuda stages (run on a
+# GPU by bench/custom_gpu_check.py). Bad registrations, bad shape rules,
+# bad results and unknown ops are errors naming the argument, or the flow,
+# op and line.
 
 import inspect
+import json
+import os
 
 import numpy as np
 import torch
@@ -196,12 +202,15 @@ tally(torch.equal(np_, sp.to(np_.dtype)) and
 tally(torch.equal(np_, cp) and torch.equal(ni, ci[:int(cp[-1])]),
       "compiled around the op == the compiled flow without it (the same "
       "order per row)")
-try:
-    vortex.compile(Normalised, vortex.FlowConfig(**conf), target="sm_90")
-    tally(False, "a GPU build of a custom op: refused")
-except vortex.VortexCompileError as err:
-    tally("RowZScore" in str(err) and "GPU" in str(err),
-          "a GPU build of a custom op: refused, naming it", str(err))
+# The GPU build (PTX, no ptxas: bench/custom_gpu_check.py runs it on a GPU).
+gpu_path = vortex.compile(Normalised, vortex.FlowConfig(**conf),
+                          target="sm_90", options=["--no-cubin"])
+gpu = json.load(open(gpu_path))
+backends = [json.load(open(os.path.join(os.path.dirname(gpu_path), p)))
+            ["backend"] for p in gpu["stages"]]
+tally(backends == ["cuda", "cuda"] and
+      [c["name"] for c in gpu["calls"]] == ["RowZScore"],
+      "a GPU build: two cuda stages around RowZScore", gpu)
 outcome = sweep.sweep(Normalised, [("base", vortex.FlowConfig(**conf))])[0]
 tally(outcome.status == "refused" and "RowZScore" in outcome.detail,
       "verify sweep: the custom op is `refused` at its line, not FAILS "
