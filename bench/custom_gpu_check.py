@@ -9,7 +9,8 @@ machine with MLIR).
 
 The flows are those of test/Python/eager/custom_ops.py (centroid scores, a
 per-row z-score in torch, and a second flow with a batched scaling of the
-mean query before it and the score crossing both cuts), f32, at the test's small sizes
+mean query before it and the score crossing both cuts), f32, at the
+test's small sizes
 and at block_sparse_attention's (head dim 128, G 8, blocks of 16, 512
 blocks). --run loads each staged flow on the GPU (stage kernels from
 convert-vortex-to-gpu, the registered torch functions on the device

@@ -3,7 +3,7 @@
 `vortex.compile` of a flow whose indexer calls registered torch functions
 (`vortex.register_op`) splits the traced IR at each call
 (`vortex-opt --vortex-split-custom-calls`), compiles every stage flow
-`<flow>_stage<k>` with vortex-compile, and writes `<flow>.staged.json`:
+`<flow>_stage<k>` with vortex-compile, and writes `<flow>.<hash>.staged.json`:
 the stages' manifests and the calls between them. `vortex.load` of it
 gives a `StagedFlow`: `indexer` runs stage 0, call 0 on the values stage 0
 exported (`c0_in<j>`), stage 1 with the call's result (`c0_out`), ... ;
@@ -16,6 +16,7 @@ on the GPU machine by bench/custom_gpu_check.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
@@ -23,7 +24,6 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 import numpy as np
 
 from .compiler import driver as compiler
-from .compiler.driver import VortexCompileError
 from .environment import import_torch
 from .indexer.custom_op import CustomLayout, custom
 from .runtime.cpu import CompiledFlow, _as_index_array
@@ -57,7 +57,11 @@ def compile_staged(text: str, name: str, calls: Sequence[Any], target: str,
     spec = {"kind": KIND, "version": 1, "flow": name,
             "stages": [os.path.relpath(p, where) for p in stages],
             "calls": [{"name": c.op_name, "attrs": c.attrs} for c in calls]}
-    path = os.path.join(where, f"{name}.staged.json")
+    # Named by its content: flows whose stage 0 is the same (one cache
+    # directory) may differ in their calls or later stages.
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
+    path = os.path.join(where,
+                        f"{name}.{digest.hexdigest()[:12]}.staged.json")
     with open(path, "w") as fh:
         json.dump(spec, fh, indent=2)
     return path
@@ -165,19 +169,22 @@ class StagedFlow:
                                      dense_kv_indices)
         np_cache = self._numpy_cache(cache)
         qa = np.ascontiguousarray(np.asarray(q, dtype=np.float32))
-        indptr = _as_index_array("dense_kv_indptr", np.asarray(dense_kv_indptr))
+        indptr = _as_index_array("dense_kv_indptr",
+                                 np.asarray(dense_kv_indptr))
         indices = _as_index_array("dense_kv_indices",
                                   np.asarray(dense_kv_indices))
         rows, total = indptr.shape[0] - 1, indices.shape[0]
         layout = CustomLayout.from_csr(torch.from_numpy(indptr).long(), total,
                                        self.config)
         values: Dict[str, np.ndarray] = {}
-        sparse = (np.zeros(indptr.shape[0], np.int32), np.zeros(total, np.int32))
+        sparse = (np.zeros(indptr.shape[0], np.int32),
+                  np.zeros(total, np.int32))
         for k, stage in enumerate(self.stages):
             m = stage.manifest
             args = stage._cache_args(np_cache)
             args.update(q=qa, dense_kv_indptr=indptr, dense_kv_indices=indices,
-                        sparse_kv_indptr=sparse[0], sparse_kv_indices=sparse[1])
+                        sparse_kv_indptr=sparse[0],
+                        sparse_kv_indices=sparse[1])
             outputs = _stage_outputs(m, rows, total)
             for n in m.steps["indexer"].args:
                 if n in values:

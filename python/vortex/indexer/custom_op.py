@@ -9,7 +9,7 @@
     vortex.register_op("ScoreNorm", score_norm,
                        shape_rule=lambda s: (s.d0, s.d1))
 
-    from vortex.indexer import ScoreNorm   # or vortex.indexer.custom("ScoreNorm")
+    from vortex.indexer import ScoreNorm  # or custom("ScoreNorm")
     ...
         self.norm = ScoreNorm()            # in the flow's __init__
         score = self.norm(score, ctx=ctx)  # in forward_indexer
@@ -17,8 +17,8 @@
 A registered op is a standalone (Schedule.S) indexer op. Traced, it is one
 `vortex.custom_call "<name>"(...)` whose result type is the shape rule's
 answer; in eager mode (`vortex.semantics.eager`) the function runs on the
-inputs' torch tensors. The back ends do not compile a flow that holds one
-yet (docs/python.md, "Custom ops").
+inputs' torch tensors; `vortex.compile` splits the step around it into
+stages (vortex.staged; docs/python.md, "Custom ops").
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from ..abs.tensor import FORMAT
 from ..frontend.config import float_literal
 from ..frontend.oplib import TracedOp, attr_dict
 
-__all__ = ["CustomLayout", "CustomOp", "CustomSpec", "custom", "custom_or_unknown",
+__all__ = ["CustomLayout", "CustomOp", "CustomSpec", "custom",
+           "custom_or_unknown",
            "register_op", "registered_ops", "unregister_op"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -194,7 +195,8 @@ class CustomOp(TracedOp):
             if isinstance(v, float):
                 return f"{float_literal(v)} : f64"
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        items = ", ".join(f"{k} = {lit(v)}" for k, v in sorted(self.attrs.items()))
+        items = ", ".join(f"{k} = {lit(v)}"
+                          for k, v in sorted(self.attrs.items()))
         return attr_dict([f"attrs = {{{items}}}"] if self.attrs else [])
 
     @property

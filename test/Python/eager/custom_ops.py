@@ -30,7 +30,7 @@ from vortex.abs import FORMAT
 from vortex.cache import Mean as CMean
 from vortex.compiler import sweep
 from vortex.flow import vFlow
-from vortex.frontend.errors import (FlowError, FlowTraceError,
+from vortex.frontend.errors import (FlowTraceError,
                                     UnsupportedOpError)
 from vortex.semantics import eager
 from vortex.indexer import Add, GeMM, Mean, topK
