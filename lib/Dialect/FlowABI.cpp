@@ -1,6 +1,7 @@
 //===- FlowABI.cpp - The one description of a compiled flow ---------------===//
 
 #include "Vortex/Dialect/FlowABI.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -187,6 +188,25 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   for (StringRef name :
        {kDenseIndptr, kDenseIndices, kSparseIndptr, kSparseIndices})
     abi.indexerArgs.push_back(name.str());
+  // A stage of a split step (vortex-split-custom-calls): its imports and
+  // exports are indexer arguments after the sparse CSR, in body order,
+  // per position (`total`) or per row (`rows`).
+  SmallVector<std::string> exports;
+  indexer.walk([&](Operation *op) {
+    auto in = dyn_cast<StageInOp>(op);
+    auto out = dyn_cast<StageOutOp>(op);
+    if (!in && !out)
+      return;
+    auto t = cast<VTensorType>(in ? in.getResult().getType()
+                                  : out.getValue().getType());
+    std::string name = (in ? in.getName() : out.getName()).str();
+    add(name, in ? Role::Input : Role::Output, t.getElementType(),
+        {(t.isRagged() ? kTotal : kRows).str(), std::to_string(t.getD0()),
+         std::to_string(t.getD1())});
+    abi.indexerArgs.push_back(name);
+    if (out)
+      exports.push_back(name);
+  });
   for (StringRef name : llvm::concat<StringRef>(names, params))
     abi.cacheArgs.push_back(name.str());
   abi.cacheArgs.push_back(kBlockIds.str());
@@ -219,6 +239,7 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   abi.indexerWrites = writtenFields(indexer, names, /*firstCacheArg=*/2);
   abi.indexerWrites.push_back(kSparseIndptr.str());
   abi.indexerWrites.push_back(kSparseIndices.str());
+  abi.indexerWrites.append(exports.begin(), exports.end());
   abi.cacheWrites = writtenFields(cache, names, /*firstCacheArg=*/0);
   return abi;
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Vortex/Dialect/VortexOps.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -412,10 +413,19 @@ static LogicalResult verifySignatures(FlowOp flow, ArrayRef<FieldAttr> fields,
   return success();
 }
 
-/// The indexer ends in exactly one selection, which writes o.
+/// The indexer ends in exactly one selection, which writes o; a stage of a
+/// split step that exports values (vortex.stage_out) has none: a later
+/// stage selects.
 static LogicalResult verifySelection(FlowOp flow) {
   Block &indexer = flow.getIndexerBody();
   Operation *selection = nullptr;
+  auto exports = indexer.getOps<StageOutOp>();
+  if (!exports.empty()) {
+    if (Operation *sel = flow.getSelectionOp())
+      return sel->emitOpError("is in a stage that exports values "
+                              "(vortex.stage_out); the last stage selects");
+    return success();
+  }
   for (Operation &op : indexer) {
     if (!isa<TopKOp, ApproxTopKOp, UnionOp>(op))
       continue;

@@ -2,6 +2,7 @@
 
 #include "Vortex/Dialect/VortexDialect.h"
 #include "Vortex/Dialect/VortexOps.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -29,6 +30,11 @@ void VortexDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "Vortex/Dialect/VortexOps.cpp.inc"
+      >();
+  // The stage ops of a split step (VortexStageOps.td, a unit of its own).
+  addOperations<
+#define GET_OP_LIST
+#include "Vortex/Dialect/VortexStageOps.cpp.inc"
       >();
 }
 

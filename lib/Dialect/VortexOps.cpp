@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -465,4 +466,53 @@ LogicalResult UnionOp::verify() {
     return failure();
   return verifyScalarPerBlock(*this, vt(getOutput()), "output",
                               Format::Ragged);
+}
+
+//===----------------------------------------------------------------------===//
+// Custom ops
+//===----------------------------------------------------------------------===//
+
+/// What the runtime can hand a registered torch function and take back: a
+/// value per CSR position or per row (vortex_torch's S-op formats).
+static bool isCustomCallFormat(VTensorType t) {
+  return t.isRagged() || t.isBatched();
+}
+
+LogicalResult CustomCallOp::verify() {
+  StringRef callee = getCallee();
+  if (callee.empty() ||
+      !llvm::all_of(callee, [](char c) {
+        return llvm::isAlpha(c) || llvm::isDigit(c) || c == '_' || c == '.';
+      }))
+    return emitOpError("callee must be a non-empty name of letters, digits, "
+                       "'_' and '.', got '")
+           << callee << "'";
+  // Indexer side only: the cache step is one fused per-block kernel.
+  if (auto flow = (*this)->getParentOfType<FlowOp>())
+    if (flow.getCacheBody().getParent()->isAncestor((*this)->getParentRegion()))
+      return emitOpError("'")
+             << callee
+             << "' is on the cache side; custom ops run in the indexer only "
+                "(the cache step is one fused kernel per completed block)";
+  if (getInputs().empty())
+    return emitOpError("'") << callee << "' needs at least one input";
+  for (auto [i, v] : llvm::enumerate(getInputs()))
+    if (!isCustomCallFormat(vt(v)))
+      return emitOpError("input #")
+             << i << " of '" << callee << "' must be a ragged or batched "
+             << "value, got " << fmtName(vt(v).getFormatKind())
+             << " (read a field with vortex.load first)";
+  VTensorType result = vt(getResult());
+  if (!isCustomCallFormat(result))
+    return emitOpError("the result of '")
+           << callee << "' must be declared ragged or batched, got "
+           << fmtName(result.getFormatKind());
+  // vortex_torch's format rule: BATCHED only when every input is.
+  bool allBatched = llvm::all_of(
+      getInputs(), [](Value v) { return vt(v).isBatched(); });
+  if (result.isBatched() && !allBatched)
+    return emitOpError("the result of '")
+           << callee << "' is declared batched but an input is ragged: a "
+           << "per-position input gives a per-position (ragged) result";
+  return success();
 }

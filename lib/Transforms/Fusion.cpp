@@ -213,6 +213,20 @@ private:
 
 struct VortexFusePass : public vortex::impl::VortexFuseBase<VortexFusePass> {
   void runOnOperation() override {
+    // A custom op is a host call into torch: a compiled step is one
+    // program, so the step is split around it first (vortex-split-custom-
+    // calls; docs/python.md, "Custom ops"). Refused here, at the first
+    // pass of both pipelines.
+    WalkResult custom = getOperation().walk([&](CustomCallOp op) {
+      op.emitOpError("'")
+          << op.getCallee()
+          << "' is a custom op (a registered torch function); a compiled "
+             "step cannot call one: split the step around it first "
+             "(--vortex-split-custom-calls, which vortex.compile runs)";
+      return WalkResult::interrupt();
+    });
+    if (custom.wasInterrupted())
+      return signalPassFailure();
     getOperation().walk([&](FlowOp flow) {
       for (Block *body : {&flow.getCacheBody(), &flow.getIndexerBody()}) {
         // Already fused bodies are left as they are (idempotence).

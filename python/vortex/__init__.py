@@ -31,6 +31,8 @@ from .api import compile, trace
 from .frontend import FlowConfig, FlowError
 # Packed INT4 k/v pools on the host (docs/contract.md "INT4 KV").
 from . import int4
+# Custom ops: a torch function registered as an indexer op (docs/python.md).
+from .indexer.custom_op import register_op
 
 
 # Raised by Flow.check() when a GPU kernel's guard failed (docs/gpu.md).
@@ -41,6 +43,10 @@ def load(manifest_path, device=None, params=None, debug=None):
     """A compiled flow as torch ops (see `vortex.runtime.ops.Flow`); `params`
     binds its parameters (learned constants); `debug` checks the GPU guards
     after every step (default: the VORTEX_DEBUG environment variable)."""
+    from .staged import is_staged, load as _load_staged
+    if is_staged(manifest_path):
+        # A flow compiled around its custom ops (CPU; docs/python.md).
+        return _load_staged(manifest_path, device)
     from .runtime.ops import load as _load
     return _load(manifest_path, device, params, debug)
 
@@ -48,4 +54,4 @@ def load(manifest_path, device=None, params=None, debug=None):
 __all__ = ["CompiledFlow", "FlowCheckError", "FlowConfig", "FlowError",
            "FlowInfo", "SetupError",
            "VortexCompileError", "compile", "compile_flow", "find_tool",
-           "int4", "load", "trace"]
+           "int4", "load", "register_op", "trace"]

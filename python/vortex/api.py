@@ -16,6 +16,7 @@ from .flow.loader import build_vflow
 from .frontend.config import FlowConfig
 from .frontend.tracer import Traced, trace_flow
 from .frontend.verify import verify_text
+from .staged import compile_staged
 
 __all__ = ["trace", "trace_flow_ir", "compile", "compile_vflow",
            "default_config", "resolve_flow", "trace_shipped",
@@ -90,9 +91,14 @@ def compile_vflow(flow: Any, config: ConfigLike = None,
     return the manifest path (for `vortex.load`). An unknown name raises
     FlowLoadError. (`vortex.compile_flow` is another thing: IR compiled and
     loaded on the CPU runtime.)"""
-    text = trace(flow, config, name=name, init_kwargs=init_kwargs,
-                 **overrides)
-    return compiler.compile(text, target=target, out_dir=out_dir,
+    traced = trace_flow_ir(flow, config, name=name, init_kwargs=init_kwargs,
+                           **overrides)
+    calls = getattr(traced.ctx, "custom_calls", [])
+    if calls:
+        # Compiled around its custom ops, stage by stage (vortex.staged).
+        return compile_staged(traced.text, traced.ctx.flow_name, calls,
+                              target, out_dir, options, use_cache)
+    return compiler.compile(traced.text, target=target, out_dir=out_dir,
                             options=options, use_cache=use_cache)
 
 

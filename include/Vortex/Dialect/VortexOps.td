@@ -641,6 +641,37 @@ def Vortex_UnionOp : Vortex_SOp<"union", [
 }
 
 //===----------------------------------------------------------------------===//
+// Custom ops (the escape hatch)
+//===----------------------------------------------------------------------===//
+
+def Vortex_CustomCallOp : Vortex_SOp<"custom_call"> {
+  let summary = "an opaque call of a torch function registered by name";
+  let description = [{
+    vortex_torch's custom-op registry: a standalone (Schedule.S) op whose
+    body is a torch function registered in Python
+    (`vortex.register_op(name, fn, shape_rule)`, docs/python.md). The
+    compiler knows only what the registration declared: the operands and
+    the result's shape, format and dtype (the shape rule's answer, written
+    by the tracer). Indexer side only: the cache step is one fused kernel
+    per completed block, with no place for a host call. Operands and the
+    result are RAGGED (one entry per CSR position) or BATCHED (one per row)
+    float values.
+
+    ```mlir
+    %n = vortex.custom_call "score_norm"(%s)
+        : (!vortex.vtensor<?x1x1xf32, #vortex.format<ragged>>)
+        -> !vortex.vtensor<?x1x1xf32, #vortex.format<ragged>>
+    ```
+  }];
+  let arguments = (ins StrAttr:$callee, Variadic<Vortex_FloatVTensor>:$inputs);
+  let results = (outs Vortex_FloatVTensor:$result);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Flows
 //===----------------------------------------------------------------------===//
 

@@ -22,6 +22,27 @@ def VortexFuse : Pass<"vortex-fuse", "::mlir::ModuleOp"> {
   }];
 }
 
+def VortexSplitCustomCalls
+    : Pass<"vortex-split-custom-calls", "::mlir::ModuleOp"> {
+  let summary = "Split a flow's indexer around its custom ops into stages";
+  let description = [{
+    A flow `@f` whose indexer holds `n` `vortex.custom_call`s becomes `n + 1`
+    stage flows `@f_stage0` ... `@f_stage<n>` (same config, fields,
+    parameters and cache body): stage `k` holds the indexer ops between
+    call `k - 1` and call `k`. Stage `k` exports (`vortex.stage_out`) the
+    operands of call `k` as `c<k>_in<j>` and the values it defines that a
+    later stage uses as `s<k>_<m>`; a stage imports (`vortex.stage_in`)
+    every value of an earlier stage or call it uses (`c<i>_out` for the
+    result of call `i`). The last stage ends in the selection. The runtime
+    runs stage 0, call 0 on its exports, stage 1, ... (docs/python.md,
+    "Custom ops"). A flow without custom ops is left as it is. Refused,
+    at the op: a custom op inside a fused kernel (split before
+    `vortex-fuse`), a value crossing a cut whose inner sizes are not powers
+    of two, and a `vortex.load` of a field saved in an earlier stage (a
+    load sees the start of the step).
+  }];
+}
+
 def VortexPadToPow2 : Pass<"vortex-pad", "::mlir::ModuleOp"> {
   let summary = "Make the power-of-two padded shape of vtensors explicit";
   let description = [{

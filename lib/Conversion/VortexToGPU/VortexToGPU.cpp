@@ -9,6 +9,7 @@
 
 #include "Kernels.h"
 #include "Selection/Selection.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 #include "Vortex/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -141,6 +142,29 @@ LogicalResult lowerFlow(FlowOp flow,
     ctx.bufferOf[cache.getArgument(i)] = name.str();
   }
 
+  // A stage of a step split around custom ops: an import is read from its
+  // buffer; an export is stored by the kernel computing it, into its
+  // buffer (docs/python.md, "Custom ops").
+  for (Operation &op : indexer) {
+    if (auto in = dyn_cast<StageInOp>(op)) {
+      ctx.bufferOf[in.getResult()] = in.getName().str();
+      continue;
+    }
+    auto out = dyn_cast<StageOutOp>(op);
+    if (!out)
+      continue;
+    Operation *def = out.getValue().getDefiningOp();
+    if (!def || isa<StageInOp>(def))
+      return out.emitOpError("exports a value no kernel of its stage "
+                             "computes (an argument or an import); the GPU "
+                             "back end stores an export from its kernel");
+    auto [it, fresh] =
+        ctx.bufferOf.try_emplace(out.getValue(), out.getName().str());
+    if (!fresh)
+      return out.emitOpError("exports a value already stored as '")
+             << it->second << "'; the GPU back end stores a value once";
+  }
+
   if (ctx.options.topkSavesMinRows >= 0)
     for (Operation &op : indexer)
       if (SaveOp save = deferrableSave(&op))
@@ -157,6 +181,8 @@ LogicalResult lowerFlow(FlowOp flow,
   std::string base = flow.getSymName().str();
   unsigned counter = 0;
   for (Operation &op : indexer) {
+    if (isa<StageInOp, StageOutOp>(op))
+      continue; // buffers, bound above
     std::string suffix = std::to_string(counter++);
     LogicalResult result = success();
     if (isa<TopKOp, ApproxTopKOp>(op)) {

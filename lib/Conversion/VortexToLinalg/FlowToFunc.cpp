@@ -14,6 +14,7 @@
 #include "LinalgBuilder.h"
 #include "Vortex/Conversion/VortexToLinalg/VortexToLinalg.h"
 #include "Vortex/Dialect/FlowABI.h"
+#include "Vortex/Dialect/VortexStageOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -165,9 +166,18 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
           int4 && i < 2
               ? int4PoolType(c)
               : memrefOf(cast<VTensorType>(body.getArgument(2 + i).getType())));
-    while (argTypes.size() < names.size() - (int4 ? 2 : 0))
-      argTypes.push_back(MemRefType::get(
-          {ShapedType::kDynamic}, abi.elementType(names[argTypes.size()])));
+    // The CSRs (1-D), then a stage's imports and exports ([?, d0, d1]),
+    // then an int4 pool's scales.
+    while (argTypes.size() < names.size() - (int4 ? 2 : 0)) {
+      const abi::TensorRecord &rec = abi.tensors.at(names[argTypes.size()]);
+      SmallVector<int64_t> shape = {ShapedType::kDynamic};
+      for (const std::string &d : ArrayRef(rec.shape).drop_front()) {
+        int64_t v = 0;
+        StringRef(d).getAsInteger(10, v);
+        shape.push_back(v);
+      }
+      argTypes.push_back(MemRefType::get(shape, rec.elementType));
+    }
     if (int4)
       appendInt4ScaleTypes(c, argTypes);
     StepBuilder sb(rewriter, *getTypeConverter(), flow, "_indexer", argTypes,
@@ -336,9 +346,66 @@ struct KernelToInline : OpConversionPattern<KernelOp> {
   }
 };
 
+/// The step function argument named `name` (the ABI's vortex.name).
+static Value stageArgument(Operation *op, StringRef name) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func)
+    return Value();
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto n = func.getArgAttrOfType<StringAttr>(i, "vortex.name");
+        n && n.getValue() == name)
+      return func.getArgument(i);
+  return Value();
+}
+
+/// A stage's import: its argument as a tensor.
+struct StageInToTensor : OpConversionPattern<StageInOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StageInOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value memref = stageArgument(op, op.getName());
+    if (!memref)
+      return rewriter.notifyMatchFailure(op, "no step argument of its name");
+    auto type = cast<MemRefType>(memref.getType());
+    Value t = bufferization::ToTensorOp::create(
+        rewriter, op.getLoc(),
+        RankedTensorType::get(type.getShape(), type.getElementType()), memref,
+        /*restrict=*/true, /*writable=*/false);
+    Type want = getTypeConverter()->convertType(op.getResult().getType());
+    if (t.getType() != want)
+      t = tensor::CastOp::create(rewriter, op.getLoc(), want, t);
+    rewriter.replaceOp(op, t);
+    return success();
+  }
+};
+
+/// A stage's export: its value written into its argument.
+struct StageOutToMemref : OpConversionPattern<StageOutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StageOutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value memref = stageArgument(op, op.getName());
+    if (!memref)
+      return rewriter.notifyMatchFailure(op, "no step argument of its name");
+    auto type = cast<MemRefType>(memref.getType());
+    Value v = adaptor.getValue();
+    auto want = RankedTensorType::get(type.getShape(), type.getElementType());
+    if (v.getType() != want)
+      v = tensor::CastOp::create(rewriter, op.getLoc(), want, v);
+    bufferization::MaterializeInDestinationOp::create(
+        rewriter, op.getLoc(), TypeRange{}, v, memref, /*restrict=*/true,
+        /*writable=*/true);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::vortex::populateVortexFlowToFuncPatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<FlowToFuncs, KernelToInline>(converter, patterns.getContext());
+  patterns.add<FlowToFuncs, KernelToInline, StageInToTensor, StageOutToMemref>(
+      converter, patterns.getContext());
 }

@@ -196,8 +196,12 @@ def unknown_op(module: str, name: str) -> type:
             "message": f"{module} has no op {name}"
                        f"{_did_you_mean(name, known)}; if it is one of "
                        "vortex_torch's custom ops (its open registry of "
-                       "Schedule.S kernels), vortex does not support it: "
-                       "custom ops have no dialect counterpart"})
+                       "Schedule.S kernels), " + (
+                           "register its torch function with "
+                           "vortex.register_op before building the flow"
+                           if module.endswith("indexer") else
+                           "vortex runs custom ops on the indexer side "
+                           "only")})
     return _UNKNOWN[key]
 
 

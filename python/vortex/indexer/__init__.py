@@ -6,10 +6,10 @@ Each op is built once per call site in the flow's `__init__` and called as
 `op(*values, ctx=ctx)`; under `vortex.trace` the call appends the matching
 `vortex` dialect op (Parameter: a learned constant); LearnedQuery and
 FactorScore trace to several (vortex.indexer.learned). MetaData exists by
-name only (the dialect has no counterpart): building one raises.
+name only (the dialect has no counterpart): building one raises. Custom
+ops registered with `register_op` (vortex.indexer.custom) import by name.
 """
 
-from ..abs.op import unknown_op_getattr
 from .context import Context, get_ctx
 from .elementwise import (Abs, Add, Add_Mul, Elementwise, Elementwise_Binary,
                           Exp, Log, Maximum, Minimum, Multiply, Relu, Sigmoid,
@@ -23,6 +23,7 @@ from .reduce import L2Norm, Max, Mean, Min, Reduce, Sum
 from .save_load import Load, Save
 from .scan import Conv1d, Normalize, Softmax
 from .unsupported import MetaData, Parameter
+from .custom_op import custom, custom_or_unknown, register_op
 
 __all__ = [
     "GeMM", "GeMV", "FactorScore", "topK", "approxTopK", "TopK", "Union",
@@ -32,9 +33,10 @@ __all__ = [
     "WhereLessEqual", "Relu", "Sigmoid", "Silu", "Add_Mul", "Abs", "Log",
     "Exp", "Save", "Load", "MaskSlice", "Kron", "Reshape", "Parameter",
     "LearnedQuery", "MetaData", "Context", "get_ctx",
-    "Reduce", "Elementwise", "Elementwise_Binary",
+    "Reduce", "Elementwise", "Elementwise_Binary", "custom", "register_op",
 ]
 
 
-# An op name this module lacks imports and raises, named, when built.
-__getattr__ = unknown_op_getattr(__name__)
+# A registered custom op by name; any other op name this module lacks
+# imports and raises, named, when built.
+__getattr__ = custom_or_unknown(__name__)

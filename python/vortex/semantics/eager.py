@@ -40,6 +40,7 @@ from ..cache.learned import learned_descriptor
 from ..flow import registry
 from ..flow.flow import declare_cache, mla_dims
 from ..frontend.oplib import CacheBinary, CacheUnary
+from ..indexer.custom_op import CustomLayout
 from ..runtime.manifest import budget_rule
 
 torch = import_torch()
@@ -368,6 +369,39 @@ def _union(op, ctx: EagerContext, i_0, i_1, o) -> None:
                    si, None)
 
 
+def _custom_call(op, ctx: EagerContext, *args) -> EagerTensor:
+    """A registered custom op: its torch function on the inputs (RAGGED
+    `[S, d0, d1]`, BATCHED `[rows, d0, d1]`, float32), its result checked
+    against the shape rule."""
+    name = op.op_name
+    if ctx.L is None:
+        raise TypeError(f"{name}: custom ops run in the indexer only")
+    specs, data = [], []
+    for i, a in enumerate(args):
+        if not isinstance(a, EagerTensor) or a.format not in (
+                FORMAT.RAGGED, FORMAT.BATCHED):
+            raise TypeError(f"{name}: input {i} must be a RAGGED or BATCHED "
+                            f"flow value, got {a!r}")
+        specs.append(op.spec_of(a.data.shape, a.format))
+        data.append(a.data.float())
+
+    def fail(message: str):
+        raise ValueError(f"{name}: {message}")
+
+    d0, d1, fmt = op.result_spec(specs, fail)
+    lead = ctx.L.total if fmt == FORMAT.RAGGED else ctx.L.rows
+    L = ctx.L
+    out = op.fn(*data, layout=CustomLayout(L.indptr, L.row_of, L.valid, L.cfg),
+                **op.attrs)
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or \
+            tuple(out.shape) != (lead, d0, d1):
+        what = (f"a {out.dtype} tensor of shape {tuple(out.shape)}"
+                if isinstance(out, torch.Tensor) else type(out).__name__)
+        fail(f"the function returned {what}; its shape rule declares a float "
+             f"{FORMAT(fmt).name} [{lead}, {d0}, {d1}]")
+    return EagerTensor(out.float(), fmt)
+
+
 # ---------------------------------------------------------------------------
 # The dispatch point (vOp.execute)
 # ---------------------------------------------------------------------------
@@ -404,6 +438,8 @@ def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
         return _trtllm_topk(op, ctx, *args)
     if m == "union":
         return _union(op, ctx, *args)
+    if m == "custom_call":
+        return _custom_call(op, ctx, *args)
     fn = _SEMANTICS.get(m)
     if fn is None:
         raise NotImplementedError(f"{type(op).__name__}: no eager semantics "
