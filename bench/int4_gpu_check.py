@@ -32,6 +32,7 @@ import torch
 
 import vortex
 from vortex import api, flows, int4
+from vortex.runtime.manifest import DTYPES
 from vortex.semantics import reference as ref
 
 #: Every shipped flow but the MLA ones (refused: docs/contract.md "INT4
@@ -98,19 +99,23 @@ def check_flow(path: str, tally) -> None:
     tally(not probs, f"{tag}: cache step = float64 reference", probs[:4])
 
     g = int(cfg_d["group_size"])
+    # q in the manifest's dtype (bf16 on the GPU by default); the reference
+    # takes the same rounded values.
+    q_dtype = getattr(torch, DTYPES[flow.manifest.tensors["q"].dtype][0])
     for step in range(2):
-        q = rng.standard_normal((len(LENGTHS), g, d)).astype(np.float32)
-        sp, si = flow.indexer(torch.from_numpy(q).to(DEV), cache,
+        q = torch.from_numpy(rng.standard_normal(
+            (len(LENGTHS), g, d)).astype(np.float32)).to(q_dtype)
+        sp, si = flow.indexer(q.to(DEV), cache,
                               torch.from_numpy(indptr).to(DEV),
                               torch.from_numpy(used).to(DEV))
-        w = model.indexer(q.astype(np.float64), want, indptr, used, cfg)
+        w = model.indexer(q.double().numpy(), want, indptr, used, cfg)
         probs = ref.compare_selection(sp.cpu().numpy(), si.cpu().numpy(), w,
                                       indptr, used, cfg)
         tally(not probs, f"{tag}: indexer step {step} = reference selection",
               probs[:4])
     for fn in ("attend", "decode"):
         try:
-            getattr(flow, fn)(torch.from_numpy(q).to(DEV), cache,
+            getattr(flow, fn)(q.to(DEV), cache,
                               torch.from_numpy(indptr).to(DEV),
                               torch.from_numpy(used).to(DEV),
                               torch.ones(len(LENGTHS), dtype=torch.int32,
