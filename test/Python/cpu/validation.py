@@ -101,9 +101,13 @@ bad[7] = 2**40
 check("block id beyond int32", idx(dense_kv_indices=bad), cache,
       "dense_kv_indices")
 bad = indices.copy()
-bad[1] = bad[0]
-check("repeated block id (flow saves state)", idx(dense_kv_indices=bad),
+bad[-1] = bad[0]        # row 0's first block again in row 3
+check("block id in two rows (flow saves state)", idx(dense_kv_indices=bad),
       cache, "dense_kv_indices")
+# Within one row a block may repeat (docs/contract.md, "State").
+same_row = indices.copy()
+same_row[1] = same_row[0]
+flow.indexer(q, {n: a.copy() for n, a in cache.items()}, indptr, same_row)
 check("indices of float dtype", idx(dense_kv_indices=indices.astype(float)),
       cache, "dense_kv_indices")
 check("q with the wrong group size", idx(q=q[:, :4]), cache, "q")
