@@ -447,7 +447,6 @@ class PagedVortex:
         last = (lens - 1).clamp(min=0)
         wi = table[req, last // ps].to(torch.int64) * ps + last % ps
         wi = torch.where(valid, wi, -1)        # the cache step skips -1
-        src = torch.where(valid, req, 0)
         R, C = N * H, N * H * W
         n = ((lens + bs - 1) // bs).repeat_interleave(H)    # [R]
         indptr = torch.zeros(R + 2, dtype=torch.int32, device=dev)
@@ -464,9 +463,10 @@ class PagedVortex:
         start = table.to(torch.int64)[:, (j * bs) // ps] * ps + (j * bs) % ps
         ids = self._blocks(start.reshape(-1), H).view(N, W, H).transpose(
             1, 2).reshape(R, W)
-        # The spare row's entries: the first block of the spare page.
-        spare_id = self._blocks(torch.full((1,), max(spare_page, 0) * ps,
-                                           device=dev), H)[0, 0]
+        # The spare row's entries: the first block of the spare page (a
+        # host int: no launch in the step).
+        spare_id = int(self._blocks(torch.tensor([max(spare_page, 0) * ps]),
+                                    H)[0, 0])
         indices = torch.empty(C, dtype=torch.int32, device=dev)
         indices[at] = torch.where(used, ids, spare_id).reshape(-1).to(
             torch.int32)
@@ -485,6 +485,7 @@ class PagedVortex:
                                 spare_page * ps)
             rows, src = self._rows(slots, H).reshape(-1), None
         else:    # padding requests write request 0's K/V again
+            src = torch.where(valid, req, 0)
             rows = self._rows(wi[src], H).reshape(-1)
         plan = dict(
             src=src, indptr=indptr, indices=indices, last_len=last_len, R=R,
