@@ -21,13 +21,14 @@ row. Exit 0 when every check passes, 1 otherwise, 2 when nothing was
 checked.
 """
 
-import argparse
 import os
 import time
 import sys
 
 import numpy as np
 import torch
+
+import gpu_check_cli  # bench/
 
 import vortex
 from vortex.cache import Mean as CMean
@@ -191,22 +192,8 @@ def run(out):
                          indices, conf)
         report(kept == want, f"{name} on {dev.type}: selection == the "
                "float64 scores' top-k, as sets per row")
-    print(f"{passed} passed, {failed} failed")
-    if passed + failed == 0:
-        return 2
-    return 1 if failed else 0
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build", metavar="DIR")
-    p.add_argument("--run", metavar="DIR")
-    p.add_argument("--chip", default="sm_90")
-    a = p.parse_args()
-    if bool(a.build) == bool(a.run):
-        p.error("give exactly one of --build and --run")
-    return build(a.build, a.chip) if a.build else run(a.run)
+    return gpu_check_cli.summary(passed, failed)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gpu_check_cli.main(__doc__, build, run))

@@ -22,13 +22,14 @@ NotImplementedError. Exit 0 when every check passes, 1 otherwise, 2 when
 nothing was checked.
 """
 
-import argparse
 import glob
 import os
 import sys
 
 import numpy as np
 import torch
+
+import gpu_check_cli  # bench/
 
 import vortex
 from vortex import api, flows, int4
@@ -140,22 +141,8 @@ def run(out: str) -> int:
             check_flow(path, tally)
         except Exception as err:  # noqa: BLE001
             tally(False, f"{path}: {type(err).__name__}: {err}")
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    if not results:
-        return 2
-    return 0 if all(results) else 1
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", metavar="DIR")
-    ap.add_argument("--run", metavar="DIR")
-    ap.add_argument("--chip", default="sm_90")
-    args = ap.parse_args()
-    if bool(args.build) == bool(args.run):
-        ap.error("give exactly one of --build DIR, --run DIR")
-    return build(args.build, args.chip) if args.build else run(args.run)
+    return gpu_check_cli.summary(sum(results), len(results) - sum(results))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gpu_check_cli.main(__doc__, build, run))

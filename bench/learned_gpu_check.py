@@ -28,13 +28,14 @@ selection against the float64 one.
 Exit 0 when every check passes, 1 otherwise, 2 when nothing was checked.
 """
 
-import argparse
 import os
 import sys
 import time
 
 import numpy as np
 import torch
+
+import gpu_check_cli  # bench/
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "Python", "Inputs"))
@@ -203,22 +204,8 @@ def run(out):
                    f"{name}: a layer outside the lookup refused, nothing "
                    "written", str(e))
     check_full(out, dev, report)
-    print(f"{passed} passed, {failed} failed")
-    if passed + failed == 0:
-        return 2
-    return 1 if failed else 0
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build", metavar="DIR")
-    p.add_argument("--run", metavar="DIR")
-    p.add_argument("--chip", default="sm_90")
-    a = p.parse_args()
-    if bool(a.build) == bool(a.run):
-        p.error("give exactly one of --build and --run")
-    return build(a.build, a.chip) if a.build else run(a.run)
+    return gpu_check_cli.summary(passed, failed)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gpu_check_cli.main(__doc__, build, run))
