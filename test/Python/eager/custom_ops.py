@@ -101,15 +101,25 @@ indices = torch.randperm(nb).to(torch.int32)
 # -- eager mode against float64 ----------------------------------------------
 score, sp, si = eager.indexer(Normalised(), q, cache, indptr, indices, conf)
 k64, q64 = cache["k"].double().numpy(), q.double().numpy()
-ref = np.zeros(nb)
 ip = indptr.tolist()
-for row in range(len(lengths)):
-    lo, hi = ip[row], ip[row + 1]
-    if hi == lo:
-        continue
-    cent = k64[indices[lo:hi].long().numpy()].mean(axis=1)     # [n, D]
-    raw = cent @ q64[row].mean(axis=0)
-    ref[lo:hi] = (raw - raw.mean()) / (raw.std() + 1e-6)
+
+
+def zscore_reference(q_scale=1.0, plus_raw=0.0):
+    """The float64 score per position: the block centroids against the
+    row's mean q (scaled by q_scale), z-scored within the row, plus
+    plus_raw times that raw score."""
+    ref = np.zeros(nb)
+    for row in range(len(lengths)):
+        lo, hi = ip[row], ip[row + 1]
+        if hi == lo:
+            continue
+        cent = k64[indices[lo:hi].long().numpy()].mean(axis=1)     # [n, D]
+        raw = cent @ (q_scale * q64[row]).mean(axis=0)
+        ref[lo:hi] = (raw - raw.mean()) / (raw.std() + 1e-6) + plus_raw * raw
+    return ref
+
+
+ref = zscore_reference()
 got = score.reshape(-1)[:nb].double().numpy()
 tally(np.allclose(got, ref, rtol=1e-5, atol=1e-5),
       "eager: the custom op's score equals float64 (rtol 1e-5, atol 1e-5)",
@@ -145,13 +155,7 @@ class TwoCalls(Base):
 
 
 score2, sp2, si2 = eager.indexer(TwoCalls(), q, cache, indptr, indices, conf)
-ref2 = np.zeros(nb)
-for row in range(len(lengths)):
-    lo, hi = ip[row], ip[row + 1]
-    if hi > lo:
-        cent = k64[indices[lo:hi].long().numpy()].mean(axis=1)
-        raw = cent @ (-2.0 * q64[row]).mean(axis=0)
-        ref2[lo:hi] = (raw - raw.mean()) / (raw.std() + 1e-6) + 0.25 * raw
+ref2 = zscore_reference(q_scale=-2.0, plus_raw=0.25)
 got2 = score2.reshape(-1)[:nb].double().numpy()
 tally(np.allclose(got2, ref2, rtol=1e-5, atol=1e-5),
       "eager, two calls: the score equals float64 (rtol 1e-5, atol 1e-5)",
