@@ -16,9 +16,12 @@ poisoned with -7; the cache step on every used block (shuffled, two
 negative ids mixed in) against the float64 reference flow
 (vortex.semantics.reference) on the dequantized pool, fields to rtol =
 atol = 1e-4 (f32 reductions in another order), blocks no step lists still
--7; then two indexer steps against the reference's selection (up to
-ties, reference.compare_selection). attend and decode must raise
-NotImplementedError. Exit 0 when every check passes, 1 otherwise, 2 when
+-7; then an indexer step and a decode step (the indexer step for a flow
+whose selection may drop the row's last tokens) against the reference's
+selection (up to ties, reference.compare_selection); decode's o and lse,
+and attend's over the dense CSR (partial last blocks, an empty row),
+against float64 attention over the dequantized pool (o to 1e-2 in bf16,
+2e-5 in f32; lse to 1e-4). Exit 0 when every check passes, 1 otherwise, 2 when
 nothing was checked.
 """
 
@@ -35,6 +38,7 @@ import vortex
 from vortex import api, flows, int4
 from vortex.runtime.manifest import DTYPES
 from vortex.semantics import reference as ref
+from vortex.semantics.reference_attention import attend as reference_attend
 
 #: Every shipped flow but the MLA ones (refused: docs/contract.md "INT4
 #: KV") and the G 5 copy of gqa_quest, at two shapes.
@@ -46,6 +50,8 @@ CASES = [(name, g, d, bs)
 LENGTHS = (0, 1, 3, 9, 33, 64, 257)
 POISON = -7.0
 RTOL = ATOL = 1e-4
+# lse: f32 compute over up to 257 blocks of bf16 or f32 q.
+LSE_TOL = 1e-4
 # The GPU machine's device; the CPU (artifacts built with --chip cpu) checks
 # this script itself where there is no GPU.
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -103,28 +109,49 @@ def check_flow(path: str, tally) -> None:
     # q in the manifest's dtype (bf16 on the GPU by default); the reference
     # takes the same rounded values.
     q_dtype = getattr(torch, DTYPES[flow.manifest.tensors["q"].dtype][0])
+    t_indptr = torch.from_numpy(indptr).to(DEV)
+    t_used = torch.from_numpy(used).to(DEV)
+    last = rng.integers(1, bs + 1, len(LENGTHS)).astype(np.int32)
+    t_last = torch.from_numpy(last).to(DEV)
+    refused = flow.manifest.decode_refusal
+    # Step 0 the indexer, step 1 decode (the indexer, then attention over
+    # its selection) where the flow allows it, else the indexer again.
     for step in range(2):
         q = torch.from_numpy(rng.standard_normal(
             (len(LENGTHS), g, d)).astype(np.float32)).to(q_dtype)
-        sp, si = flow.indexer(q.to(DEV), cache,
-                              torch.from_numpy(indptr).to(DEV),
-                              torch.from_numpy(used).to(DEV))
+        if step == 1 and not refused:
+            o, lse, sp, si = flow.decode(q.to(DEV), cache, t_indptr, t_used,
+                                         t_last)
+            check_attention(tally, f"{tag}: decode", o, lse, q, want, sp, si,
+                            last, g)
+        else:
+            sp, si = flow.indexer(q.to(DEV), cache, t_indptr, t_used)
         w = model.indexer(q.double().numpy(), want, indptr, used, cfg)
         probs = ref.compare_selection(sp.cpu().numpy(), si.cpu().numpy(), w,
                                       indptr, used, cfg)
-        tally(not probs, f"{tag}: indexer step {step} = reference selection",
-              probs[:4])
-    for fn in ("attend", "decode"):
-        try:
-            getattr(flow, fn)(q.to(DEV), cache,
-                              torch.from_numpy(indptr).to(DEV),
-                              torch.from_numpy(used).to(DEV),
-                              torch.ones(len(LENGTHS), dtype=torch.int32,
-                                         device=DEV))
-            tally(False, f"{tag}: {fn} is refused")
-        except NotImplementedError as err:
-            tally("int4" in str(err), f"{tag}: {fn} raises NotImplementedError",
-                  str(err)[:120])
+        what = "decode's" if step == 1 and not refused else "indexer"
+        tally(not probs, f"{tag}: step {step}: {what} selection = reference "
+              "selection", probs[:4])
+    o, lse = flow.attend(q.to(DEV), cache, t_indptr, t_used, t_last)
+    check_attention(tally, f"{tag}: attend over the dense CSR", o, lse, q,
+                    want, t_indptr, t_used, last, g)
+
+
+def check_attention(tally, what, o, lse, q, want, indptr, indices, last, g):
+    """o (q's dtype) and lse against float64 attention over the
+    dequantized pool: o to rtol = atol = 1e-2 for a bf16 o (8 bits of
+    mantissa), 2e-5 for f32; lse to LSE_TOL."""
+    wo, wl = reference_attend(q.double().numpy(), want["k"], want["v"],
+                              indptr.cpu().numpy(), indices.cpu().numpy(),
+                              last, g)
+    tol = 2e-5 if o.dtype == torch.float32 else 1e-2
+    o64, l64 = o.double().cpu().numpy(), lse.double().cpu().numpy()
+    none = np.isneginf(wl)
+    ok = (np.isfinite(o64).all() and np.allclose(o64, wo, rtol=tol, atol=tol)
+          and (np.isneginf(l64) == none).all()
+          and np.allclose(l64[~none], wl[~none], rtol=LSE_TOL, atol=LSE_TOL))
+    tally(ok, f"{what} = float64 attention over the dequantized pool",
+          f"max |o - ref| {np.abs(o64 - wo).max():.3g}")
 
 
 def run(out: str) -> int:

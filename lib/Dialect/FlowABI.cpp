@@ -214,7 +214,8 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
   // Packed int4 k/v: bytes, two channels each, and their scales, last in
-  // both steps. The attend step reads floats: the flow has none.
+  // every step.
+  addAttendStep(abi, q, add);
   FlowConfigAttr c = flow.getConfig();
   if (c.isInt4KV()) {
     // Signless bytes (arith needs them); the manifest names them u8.
@@ -230,9 +231,8 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
     for (StringRef name : {kKInt4Scale, kVInt4Scale}) {
       abi.indexerArgs.push_back(name.str());
       abi.cacheArgs.push_back(name.str());
+      abi.attendArgs.push_back(name.str());
     }
-  } else {
-    addAttendStep(abi, q, add);
   }
   abi.decodeRefusal = decodeRefusalOf(flow);
 

@@ -32,6 +32,42 @@ static LogicalResult checkRows(AttendOp op, int64_t rows, StringRef name,
                           << (offset ? " + 1" : "") << ")";
 }
 
+/// Float pools of q's head dim, or packed int4 ones (two channels a byte)
+/// with their per-channel k and per-token v scales.
+static LogicalResult verifyPools(AttendOp op, int64_t dim) {
+  RankedTensorType k = op.getK().getType();
+  bool packed = k.getElementType().isInteger(8);
+  if (static_cast<bool>(op.getKScale()) != static_cast<bool>(op.getVScale()))
+    return op.emitOpError("takes both scales of a packed int4 pool or none");
+  if (packed && !op.isInt4())
+    return op.emitOpError("k and v of i8 are packed int4 pools and need "
+                          "their scales(k_scale, v_scale)");
+  if (!packed && op.isInt4())
+    return op.emitOpError("scales are for packed int4 pools of i8, got k "
+                          "and v of ")
+           << k.getElementType();
+  int64_t width = packed ? dim / 2 : dim;
+  if ((packed && dim % 2 != 0) || k.getDimSize(2) != width)
+    return op.emitOpError("k and v have ")
+           << k.getDimSize(2) << (packed ? " bytes a token" : " channels")
+           << ", q's head dim " << dim << " needs " << width
+           << (packed ? " (two int4 channels a byte; D even)" : "");
+  if (!packed)
+    return success();
+  int64_t bs = k.getDimSize(1);
+  auto scaleOk = [&](Value s, int64_t d1, int64_t d2) {
+    auto t = cast<RankedTensorType>(s.getType());
+    return t.getRank() == 3 && t.getDimSize(1) == d1 && t.getDimSize(2) == d2;
+  };
+  if (!scaleOk(op.getKScale(), 1, dim))
+    return op.emitOpError("k_scale must be [num_blocks, 1, ")
+           << dim << "] (per channel), got " << op.getKScale().getType();
+  if (!scaleOk(op.getVScale(), bs, 1))
+    return op.emitOpError("v_scale must be [num_blocks, ")
+           << bs << ", 1] (per token), got " << op.getVScale().getType();
+  return success();
+}
+
 LogicalResult AttendOp::verify() {
   RankedTensorType q = getQ().getType(), k = getK().getType(),
                    v = getV().getType(), o = getO().getType(),
@@ -49,9 +85,8 @@ LogicalResult AttendOp::verify() {
       k.getElementType() != v.getElementType())
     return emitOpError("k and v must be pools of one shape and type, got ")
            << k << " and " << v;
-  if (k.getDimSize(2) != dim)
-    return emitOpError("k and v have head dim ")
-           << k.getDimSize(2) << ", q has " << dim;
+  if (failed(verifyPools(*this, dim)))
+    return failure();
   using Named = std::pair<StringRef, Value>;
   for (auto [name, t] : {Named{"kv_indptr", getKvIndptr()},
                          Named{"kv_indices", getKvIndices()},

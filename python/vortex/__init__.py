@@ -45,8 +45,8 @@ def load(manifest_path, device=None, params=None, debug=None):
     after every step (default: the VORTEX_DEBUG environment variable)."""
     from .staged import is_staged, load as _load_staged
     if is_staged(manifest_path):
-        # A flow compiled around its custom ops (CPU; docs/python.md).
-        return _load_staged(manifest_path, device)
+        # A flow compiled around its custom ops (docs/python.md).
+        return _load_staged(manifest_path, device, params)
     from .runtime.ops import load as _load
     return _load(manifest_path, device, params, debug)
 

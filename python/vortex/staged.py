@@ -8,7 +8,8 @@ the stages' manifests and the calls between them. `vortex.load` of it
 gives a `StagedFlow`: `indexer` runs stage 0, call 0 on the values stage 0
 exported (`c0_in<j>`), stage 1 with the call's result (`c0_out`), ... ;
 the runtime allocates every value that crosses a cut (docs/python.md,
-"Custom ops"). The CPU back end is checked here
+"Custom ops"). `attend` is any stage's (it depends on the config only) and
+`decode` the staged indexer, then attend over its selection. The CPU back end is checked here
 (test/Python/eager/custom_ops.py); the GPU path (stage kernels from
 convert-vortex-to-gpu, launched with `CompiledFlowGPU.run_step`) is checked
 on the GPU machine by bench/custom_gpu_check.py.
@@ -19,13 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .compiler import driver as compiler
 from .environment import import_torch
 from .indexer.custom_op import CustomLayout, custom
+from .runtime.attention import (check_attend_values, check_decode_manifest,
+                                default_scale)
 from .runtime.cpu import CompiledFlow, _as_index_array
 from .runtime.manifest import Manifest
 
@@ -73,15 +76,17 @@ def is_staged(path: Any) -> bool:
 
 
 class StagedFlow:
-    """A flow compiled around its custom ops (CPU): `indexer` and
-    `cache_step` on torch tensors (CPU, float32 fields, updated in place)."""
+    """A flow compiled around its custom ops: `indexer`, `cache_step`,
+    `attend` and `decode` on torch tensors (on the CPU: float32, the fields
+    updated in place; on the GPU: the stages' dtypes)."""
 
-    def __init__(self, path: str, device: Any = None) -> None:
+    def __init__(self, path: str, device: Any = None,
+                 params: Optional[Mapping[str, Any]] = None) -> None:
         with open(path) as fh:
             spec = json.load(fh)
         if spec.get("kind") != KIND or spec.get("version") != 1:
             raise ValueError(f"{path}: not a staged flow (version 1)")
-        self.name = spec["flow"]
+        self.name, self.path = spec["flow"], path
         base = os.path.dirname(os.path.abspath(path))
         spec["stages"] = [os.path.join(base, p) for p in spec["stages"]]
         self.gpu = Manifest.from_file(spec["stages"][0]).backend == "cuda"
@@ -101,6 +106,36 @@ class StagedFlow:
                                  "process")
             self.calls.append((op, c["attrs"]))
         self.config = dict(self.stages[0].manifest.config)
+        # Every stage takes the flow's parameters (its bodies keep them).
+        m0 = self.stages[0].manifest
+        names = [n for n in m0.steps["indexer"].args
+                 if m0.tensors[n].role == "parameter"]
+        torch = import_torch()
+        self.device = (self.stages[0].device if self.gpu
+                       else torch.device("cpu"))
+        # Imported here: vortex.api imports this module, and torch only
+        # when a staged flow is loaded.
+        from .runtime.params import BoundParams
+        self._binding = BoundParams(m0, names, self.device)
+        if params is not None:
+            self.bind(params)
+
+    def bind(self, params: Mapping[str, Any]) -> None:
+        """Bind the flow's parameters, as `Flow.bind` does (a `[r, c]`
+        value, or per-layer `[L, r, c]` weights with a lookup, the layer
+        chosen per call with `layer=`)."""
+        self._binding.bind(params)
+
+    def _params(self, layer: Optional[int]) -> Dict[str, Any]:
+        """The parameters of a call for `layer`: tensors on the GPU, float32
+        arrays on the CPU. Raises ValueError naming what is missing."""
+        missing = self._binding.missing()
+        if missing:
+            raise ValueError(f"params: {missing} not bound (StagedFlow.bind, "
+                             "or vortex.load(path, params=...))")
+        values = self._binding.for_layer(layer)
+        return dict(values) if self.gpu else \
+            {n: t.detach().numpy() for n, t in values.items()}
 
     def __repr__(self) -> str:
         return (f"StagedFlow(@{self.name}, {len(self.stages)} stages, calls "
@@ -116,17 +151,21 @@ class StagedFlow:
             out[n] = t.detach().numpy()
         return out
 
-    def cache_step(self, cache: Mapping[str, Any], block_ids) -> None:
+    def cache_step(self, cache: Mapping[str, Any], block_ids,
+                   layer: Optional[int] = None) -> None:
         """Stage 0's cache step (every stage has the flow's cache body)."""
+        params = self._params(layer)
         if self.gpu:
             torch = import_torch()
             ids = block_ids.to(cache["k"].device, torch.int32)
-            self.stages[0].run_step("cache", dict(cache, block_ids=ids))
+            self.stages[0].run_step("cache", dict(cache, block_ids=ids,
+                                                  **params))
             return
         self.stages[0].cache_step(self._numpy_cache(cache),
-                                  np.asarray(block_ids))
+                                  np.asarray(block_ids), params=params)
 
-    def _indexer_gpu(self, q, cache, dense_kv_indptr, dense_kv_indices):
+    def _indexer_gpu(self, q, cache, dense_kv_indptr, dense_kv_indices,
+                     params):
         """`indexer` on the GPU: torch tensors on the flow's device, the
         cut values in the stages' dtypes."""
         torch = import_torch()
@@ -141,7 +180,7 @@ class StagedFlow:
             m = stage.manifest
             args = dict(cache, q=q, dense_kv_indptr=indptr,
                         dense_kv_indices=indices, sparse_kv_indptr=sparse[0],
-                        sparse_kv_indices=sparse[1])
+                        sparse_kv_indices=sparse[1], **params)
             args.update({n: values[n] for n in m.steps["indexer"].args
                          if n in values})
             outputs = {n: torch.zeros(
@@ -160,13 +199,16 @@ class StagedFlow:
         return sparse[0], sparse[1][:end].clone()
 
     def indexer(self, q, cache: Mapping[str, Any], dense_kv_indptr,
-                dense_kv_indices) -> Tuple[Any, Any]:
+                dense_kv_indices, layer: Optional[int] = None
+                ) -> Tuple[Any, Any]:
         """One decode step: `(sparse_kv_indptr, sparse_kv_indices)` (int32
-        torch tensors, the indices cut to `sparse_kv_indptr[-1]`)."""
+        torch tensors, the indices cut to `sparse_kv_indptr[-1]`); `layer`
+        picks the slice of per-layer parameters."""
         torch = import_torch()
+        params = self._params(layer)
         if self.gpu:
             return self._indexer_gpu(q, cache, dense_kv_indptr,
-                                     dense_kv_indices)
+                                     dense_kv_indices, params)
         np_cache = self._numpy_cache(cache)
         qa = np.ascontiguousarray(np.asarray(q, dtype=np.float32))
         indptr = _as_index_array("dense_kv_indptr",
@@ -184,7 +226,7 @@ class StagedFlow:
             args = stage._cache_args(np_cache)
             args.update(q=qa, dense_kv_indptr=indptr, dense_kv_indices=indices,
                         sparse_kv_indptr=sparse[0],
-                        sparse_kv_indices=sparse[1])
+                        sparse_kv_indices=sparse[1], **params)
             outputs = _stage_outputs(m, rows, total)
             for n in m.steps["indexer"].args:
                 if n in values:
@@ -198,6 +240,69 @@ class StagedFlow:
         end = int(sparse[0][-1])
         return (torch.from_numpy(sparse[0]),
                 torch.from_numpy(sparse[1][:end].copy()))
+
+    # -- attention (docs/contract.md "Attention") ---------------------------
+    def attend(self, q, cache: Mapping[str, Any], kv_indptr, kv_indices,
+               kv_last_len, sm_scale: Optional[float] = None
+               ) -> Tuple[Any, Any]:
+        """Decode attention over a CSR, as `Flow.attend`: `(o, lse)` as torch
+        tensors on q's device. Every stage holds the flow's config, so any
+        stage's attend step is the flow's; the last one's runs."""
+        torch = import_torch()
+        stage = self.stages[-1]
+        if "attend" not in stage.manifest.steps:
+            raise NotImplementedError(
+                f"flow @{self.name}: this {stage.manifest.backend} build has "
+                "no attend step (the GPU back end emits it only for the "
+                "shapes its kernels support, docs/gpu.md \"Attention\")")
+        scale = default_scale(int(self.config["head_dim"])) \
+            if sm_scale is None else sm_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise ValueError(f"sm_scale: expected a float, got "
+                             f"{type(scale).__name__}")
+        if not self.gpu:
+            o, lse = stage.attend(np.asarray(q, dtype=np.float32),
+                                  self._numpy_cache(cache),
+                                  np.asarray(kv_indptr),
+                                  np.asarray(kv_indices),
+                                  np.asarray(kv_last_len), sm_scale=scale)
+            return torch.from_numpy(o), torch.from_numpy(lse)
+        dev = q.device
+        o = torch.empty_like(q)
+        lse = torch.empty(q.shape[:2], dtype=torch.float32, device=dev)
+        args = dict(cache, q=q, kv_indptr=kv_indptr.to(dev, torch.int32),
+                    kv_indices=kv_indices.to(dev, torch.int32),
+                    kv_last_len=kv_last_len.to(dev, torch.int32), o=o,
+                    lse=lse, sm_scale=torch.tensor([float(scale)],
+                                                   dtype=torch.float32,
+                                                   device=dev))
+        stage.run_step("attend", args)
+        return o, lse
+
+    def decode(self, q, cache: Mapping[str, Any], dense_kv_indptr,
+               dense_kv_indices, kv_last_len,
+               sm_scale: Optional[float] = None,
+               layer: Optional[int] = None):
+        """The staged indexer, then attend over its selection, as
+        `Flow.decode`: `(o, lse, sparse_kv_indptr, sparse_kv_indices)`.
+        The CSR and kv_last_len are checked before anything runs, and the
+        flow's `decode_refusal` (a selection that may drop the row's last
+        tokens) is honoured; an MLA flow's o has kv_lora_rank channels."""
+        m = self.stages[-1].manifest
+        check_decode_manifest(m)
+        rows = int(q.shape[0]) if getattr(q, "ndim", 0) == 3 else 0
+        def host(x):
+            return x.tolist() if hasattr(x, "tolist") else list(x)
+        check_attend_values(host(dense_kv_indptr), host(dense_kv_indices),
+                            host(kv_last_len), int(cache["k"].shape[0]),
+                            int(self.config["block_size"]), rows,
+                            "dense_kv_indptr", "dense_kv_indices")
+        sp, si = self.indexer(q, cache, dense_kv_indptr, dense_kv_indices,
+                              layer=layer)
+        o, lse = self.attend(q, cache, sp, si, kv_last_len, sm_scale)
+        if m.is_mla:    # the values: the latent's kv_c channels
+            o = o[..., :m.kv_lora_rank]
+        return o, lse, sp, si
 
     def _call(self, k: int, values: Dict[str, np.ndarray], layout, rows: int,
               total: int) -> np.ndarray:
@@ -239,5 +344,6 @@ def _import_shape(m, name: str, rows: int, total: int) -> Tuple[int, ...]:
     return _shape(m.tensors[name], rows, total)
 
 
-def load(path: str, device: Any = None) -> StagedFlow:
-    return StagedFlow(path, device)
+def load(path: str, device: Any = None,
+         params: Optional[Mapping[str, Any]] = None) -> StagedFlow:
+    return StagedFlow(path, device, params)

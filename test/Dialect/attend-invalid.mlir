@@ -69,7 +69,7 @@ func.func @kv_types(%q: tensor<?x8x64xf32>, %k: tensor<?x16x64xf32>, %v: tensor<
 // -----
 
 func.func @head_dim(%q: tensor<?x8x64xf32>, %k: tensor<?x16x128xf32>, %v: tensor<?x16x128xf32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32) {
-  // expected-error @+1 {{k and v have head dim 128, q has 64}}
+  // expected-error @+1 {{k and v have 128 channels, q's head dim 64 needs 64}}
   %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s {group_size = 8 : i64}
       : (tensor<?x8x64xf32>, tensor<?x16x128xf32>, tensor<?x16x128xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
   return
@@ -171,5 +171,60 @@ func.func @group_zero(%q: tensor<?x8x64xf32>, %k: tensor<?x16x64xf32>, %ip: tens
   // expected-error @+1 {{attribute 'group_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
   %o, %lse = vortex.attend %q, %k, %k, %ip, %ip, %ip, %s {group_size = 0 : i64}
       : (tensor<?x8x64xf32>, tensor<?x16x64xf32>, tensor<?x16x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @int4_without_scales(%q: tensor<?x8x64xf32>, %k: tensor<?x16x32xi8>, %v: tensor<?x16x32xi8>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32) {
+  // expected-error @+1 {{k and v of i8 are packed int4 pools and need their scales(k_scale, v_scale)}}
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s {group_size = 8 : i64}
+      : (tensor<?x8x64xf32>, tensor<?x16x32xi8>, tensor<?x16x32xi8>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @scales_of_float_pools(%q: tensor<?x8x64xf32>, %k: tensor<?x16x64xf32>, %v: tensor<?x16x64xf32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32, %ks: tensor<?x1x64xf32>, %vs: tensor<?x16x1xf32>) {
+  // expected-error @+1 {{scales are for packed int4 pools of i8, got k and v of 'f32'}}
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s scales(%ks, %vs) {group_size = 8 : i64}
+      : (tensor<?x8x64xf32>, tensor<?x16x64xf32>, tensor<?x16x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32, tensor<?x1x64xf32>, tensor<?x16x1xf32>) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @int4_width(%q: tensor<?x8x64xf32>, %k: tensor<?x16x64xi8>, %v: tensor<?x16x64xi8>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32, %ks: tensor<?x1x64xf32>, %vs: tensor<?x16x1xf32>) {
+  // expected-error @+1 {{k and v have 64 bytes a token, q's head dim 64 needs 32 (two int4 channels a byte; D even)}}
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s scales(%ks, %vs) {group_size = 8 : i64}
+      : (tensor<?x8x64xf32>, tensor<?x16x64xi8>, tensor<?x16x64xi8>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32, tensor<?x1x64xf32>, tensor<?x16x1xf32>) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @int4_k_scale_shape(%q: tensor<?x8x64xf32>, %k: tensor<?x16x32xi8>, %v: tensor<?x16x32xi8>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32, %ks: tensor<?x16x64xf32>, %vs: tensor<?x16x1xf32>) {
+  // expected-error @+1 {{k_scale must be [num_blocks, 1, 64] (per channel), got 'tensor<?x16x64xf32>'}}
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s scales(%ks, %vs) {group_size = 8 : i64}
+      : (tensor<?x8x64xf32>, tensor<?x16x32xi8>, tensor<?x16x32xi8>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32, tensor<?x16x64xf32>, tensor<?x16x1xf32>) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @int4_v_scale_shape(%q: tensor<?x8x64xf32>, %k: tensor<?x16x32xi8>, %v: tensor<?x16x32xi8>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32, %ks: tensor<?x1x64xf32>, %vs: tensor<?x1x64xf32>) {
+  // expected-error @+1 {{v_scale must be [num_blocks, 16, 1] (per token), got 'tensor<?x1x64xf32>'}}
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s scales(%ks, %vs) {group_size = 8 : i64}
+      : (tensor<?x8x64xf32>, tensor<?x16x32xi8>, tensor<?x16x32xi8>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32, tensor<?x1x64xf32>, tensor<?x1x64xf32>) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+// One scale only (the generic form; the custom form takes both).
+func.func @int4_one_scale(%q: tensor<?x8x64xf32>, %k: tensor<?x16x32xi8>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %ll: tensor<?xi32>, %s: f32, %ks: tensor<?x1x64xf32>) {
+  // expected-error @+1 {{takes both scales of a packed int4 pool or none}}
+  %o, %lse = "vortex.attend"(%q, %k, %k, %ip, %ix, %ll, %s, %ks) {group_size = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0>}
+      : (tensor<?x8x64xf32>, tensor<?x16x32xi8>, tensor<?x16x32xi8>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32, tensor<?x1x64xf32>) -> (tensor<?x8x64xf32>, tensor<?x8xf32>)
   return
 }

@@ -10,7 +10,7 @@
 #ifndef VORTEX_DIALECT_VORTEXATTENTIONOPS_TD
 #define VORTEX_DIALECT_VORTEXATTENTIONOPS_TD
 
-def Vortex_AttendOp : Vortex_Op<"attend", [Pure]> {
+def Vortex_AttendOp : Vortex_Op<"attend", [Pure, AttrSizedOperandSegments]> {
   let summary = "decode attention over the paged k/v blocks of a CSR";
   let description = [{
     Row `r` (one request and KV head) attends over the tokens of its CSR
@@ -33,27 +33,42 @@ def Vortex_AttendOp : Vortex_Op<"attend", [Pure]> {
     (the runtimes check them before the call). The CPU lowering computes in
     f32 with an exact two-pass softmax.
 
+    With `scales(%k_scale, %v_scale)` the pools are packed int4
+    (docs/contract.md, "INT4 KV"): `k`, `v` are i8 `[num_blocks, block_size,
+    D / 2]`, channel `d` in byte `d / 2` (low nibble for even `d`), read as
+    `(nibble - 7) * scale` with `k_scale` `[num_blocks, 1, D]` (per channel)
+    and `v_scale` `[num_blocks, block_size, 1]` (per token).
+
     ```mlir
     %o, %lse = vortex.attend %q, %k, %v, %indptr, %indices, %last, %scale
         {group_size = 8 : i64}
         : (tensor<?x8x128xf32>, tensor<?x16x128xf32>, tensor<?x16x128xf32>,
            tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32)
         -> (tensor<?x8x128xf32>, tensor<?x8xf32>)
+    %o, %lse = vortex.attend %q, %k4, %v4, %indptr, %indices, %last, %scale
+        scales(%ks, %vs) {group_size = 8 : i64}
+        : (tensor<?x8x128xf32>, tensor<?x16x64xi8>, tensor<?x16x64xi8>,
+           tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, f32,
+           tensor<?x1x128xf32>, tensor<?x16x1xf32>)
+        -> (tensor<?x8x128xf32>, tensor<?x8xf32>)
     ```
   }];
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$q,
-                       RankedTensorOf<[AnyFloat]>:$k,
-                       RankedTensorOf<[AnyFloat]>:$v,
+                       RankedTensorOf<[AnyFloat, I8]>:$k,
+                       RankedTensorOf<[AnyFloat, I8]>:$v,
                        RankedTensorOf<[I32]>:$kv_indptr,
                        RankedTensorOf<[I32]>:$kv_indices,
                        RankedTensorOf<[I32]>:$kv_last_len,
                        F32:$sm_scale,
+                       Optional<RankedTensorOf<[F32]>>:$k_scale,
+                       Optional<RankedTensorOf<[F32]>>:$v_scale,
                        ConfinedAttr<I64Attr, [IntPositive]>:$group_size);
   let results = (outs RankedTensorOf<[AnyFloat]>:$o,
                       RankedTensorOf<[F32]>:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $kv_indptr `,` $kv_indices `,` $kv_last_len `,`
-    $sm_scale attr-dict `:` functional-type(operands, results)
+    $sm_scale (`scales` `(` $k_scale^ `,` $v_scale `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -63,6 +78,8 @@ def Vortex_AttendOp : Vortex_Op<"attend", [Pure]> {
     int64_t getBlockSize() { return getK().getType().getDimSize(1); }
     /// T, the query tokens per row.
     int64_t getQueryTokens() { return getNumHeads() / getGroupSize(); }
+    /// Whether k and v are packed int4 (with their scales).
+    bool isInt4() { return static_cast<bool>(getKScale()); }
   }];
 }
 

@@ -23,6 +23,8 @@ inline constexpr double kLn2 = 0.6931471805599453;
 struct SplitArgs {
   Value q, k, v, indptr, indices, lastLen, smScale, o, lse, partialO,
       partialLse, splits;
+  /// A packed int4 pool's scales (after `splits`; null otherwise).
+  Value kScale, vScale;
 };
 
 /// The bounds of row `r`: its CSR range clamped to [0, total] (a malformed

@@ -30,8 +30,15 @@ constexpr int64_t kLaneElems = 8;
 /// Tokens a group loads per iteration: the K and V rows of all of them are
 /// in flight at once.
 constexpr int64_t kTokensPerGroup = 4;
-/// Heads a pass holds in registers (q and the accumulators: 16 per head).
+/// Heads a pass holds in registers (q and the accumulators: 16 per head
+/// and column chunk).
 constexpr int64_t kMaxHeadsPerPass = 8;
+/// Columns a warp covers at once (32 lanes of 8): a row wider than this
+/// (D > 256, an MLA latent of 576) gives each lane one 8-column slice per
+/// chunk of 256 columns.
+constexpr int64_t kChunkCols = 32 * kLaneElems;
+/// The widest row: three chunks (MLA's 512 + 64).
+constexpr int64_t kMaxHeadDim = 3 * kChunkCols;
 
 struct AttendPlan {
   AttendShape shape;
@@ -41,7 +48,8 @@ struct AttendPlan {
   int64_t chunk;       // tokens a CTA handles per iteration
   int64_t headsPerPass;
   int64_t passes;
-  int64_t paddedDim;   // L x 8
+  int64_t paddedDim;   // L x 8 x chunks
+  int64_t chunks;      // 256-column chunks of a row (1 for D <= 256)
   int64_t tokens = kTokensPerGroup; // per group and iteration
   /// Whether an iteration loads the next one's K and V rows before it
   /// computes on its own (loaded by the iteration before): 1.3x faster at
@@ -52,14 +60,28 @@ struct AttendPlan {
 
   AttendPlan(const AttendShape &s) : shape(s) {
     heads = s.queryTokens * s.groupSize;
-    lanes = llvm::PowerOf2Ceil(llvm::divideCeil(s.headDim, kLaneElems));
+    chunks = llvm::divideCeil(s.headDim, kChunkCols);
+    lanes = chunks > 1
+                ? 32
+                : llvm::PowerOf2Ceil(llvm::divideCeil(s.headDim, kLaneElems));
+    // A wide row's q, accumulators and in-flight rows scale with its
+    // chunks: fewer heads a pass and tokens an iteration keep them in
+    // registers.
+    if (chunks > 1)
+      tokens = 2;
     groups = kThreads / 32 * (32 / lanes);
     chunk = groups * tokens;
-    passes = llvm::divideCeil(heads, kMaxHeadsPerPass);
+    passes = llvm::divideCeil(heads, kMaxHeadsPerPass / chunks);
     headsPerPass = llvm::divideCeil(heads, passes);
-    paddedDim = lanes * kLaneElems;
+    paddedDim = lanes * kLaneElems * chunks;
   }
-  bool paddedLanes() const { return paddedDim != shape.headDim; }
+  /// Elements of a row a lane holds: 8 a chunk.
+  int64_t laneElems() const { return kLaneElems * chunks; }
+  /// Packed int4 k/v (kv type i4): a lane loads 4 bytes and the scales.
+  bool int4() const { return shape.kvType.isInteger(4); }
+  /// Values a loaded K or V row takes: a vector a chunk, or an int4 row's
+  /// bytes and scale.
+  int64_t rowParts() const { return int4() ? 2 : chunks; }
   bool partialPass() const { return passes * headsPerPass != heads; }
 };
 
@@ -84,6 +106,51 @@ SmallVector<Value> widen(Gen &g, Value vec) {
 SmallVector<Value> loadLane(Gen &g, Value memref, Value base, Type storage,
                             bool nontemporal) {
   return widen(g, loadRaw(g, memref, base, storage, nontemporal));
+}
+
+/// A lane's share of a packed int4 row (docs/contract.md "INT4 KV"): the 4
+/// bytes of channels [col, col + 8) of the token at element offset
+/// `offset` (row x D), then k's 8 per-channel scales of its block or v's
+/// per-token scale.
+SmallVector<Value> loadInt4(Gen &g, Value bytes, Value scale, Value offset,
+                            Value col, int64_t blockSize, int64_t dim,
+                            bool isV, bool nontemporal) {
+  auto byteType = VectorType::get({kLaneElems / 2}, g.b.getI8Type());
+  Value packed = vector::LoadOp::create(
+      g.b, g.loc, byteType, bytes,
+      ValueRange{g.divU(g.add(offset, col), g.idx(2))}, nontemporal,
+      llvm::Align(kLaneElems / 2));
+  if (isV)
+    return {packed, g.load(scale, g.divU(offset, g.idx(dim)))};
+  Value block = g.divU(offset, g.idx(blockSize * dim));
+  auto scaleType = VectorType::get({kLaneElems}, g.b.getF32Type());
+  Value perChannel = vector::LoadOp::create(
+      g.b, g.loc, scaleType, scale,
+      ValueRange{g.add(g.mul(block, g.idx(dim)), col)},
+      /*nontemporal=*/false, llvm::Align(16));
+  return {packed, perChannel};
+}
+
+/// The 8 f32 values of loadInt4's parts: (nibble - 7) * scale, the low
+/// nibble of a byte first.
+SmallVector<Value> widenInt4(Gen &g, ValueRange parts, bool isV) {
+  SmallVector<Value> out;
+  Type i8 = g.b.getI8Type();
+  Value mask = arith::ConstantIntOp::create(g.b, g.loc, i8, 15);
+  Value four = arith::ConstantIntOp::create(g.b, g.loc, i8, 4);
+  for (int64_t e = 0; e < kLaneElems; ++e) {
+    Value byte = vector::ExtractOp::create(g.b, g.loc, parts[0], e / 2);
+    if (e % 2)
+      byte = arith::ShRUIOp::create(g.b, g.loc, byte, four);
+    Value nibble = arith::AndIOp::create(g.b, g.loc, byte, mask);
+    Value q = g.subF(arith::UIToFPOp::create(g.b, g.loc, g.b.getF32Type(),
+                                             nibble),
+                     g.f32(static_cast<double>(abi::kInt4Bias)));
+    Value sc = isV ? parts[1]
+                   : vector::ExtractOp::create(g.b, g.loc, parts[1], e);
+    out.push_back(g.mulF(q, sc));
+  }
+  return out;
 }
 
 } // namespace
@@ -184,8 +251,14 @@ namespace {
 /// What one pass of a split CTA works on.
 struct PassState {
   const AttendPlan &p;
-  Value k, v, indices, start, numBlocks, tBeg, tEnd, col, colLoad, gi;
-  SmallVector<Value> q; // [headsPerPass][8], scaled by sm_scale log2 e
+  Value k, v, indices, start, numBlocks, tBeg, tEnd, col, gi;
+  /// The first column of the lane's slice of each chunk, clamped to 0 for
+  /// a slice past D (it loads in bounds and adds nothing), and whether it
+  /// is inside D (null where every slice is).
+  SmallVector<Value> colLoad, colOk;
+  /// A packed int4 pool's scales (null otherwise).
+  Value kScale, vScale;
+  SmallVector<Value> q; // [headsPerPass][laneElems], scaled by log2e
   /// The head whose scores this lane ends up with (reduceScatter), where
   /// that head's visible tokens end, and the lane of its group's first
   /// holder of head h, as a shuffle source.
@@ -226,6 +299,33 @@ Value reduceScatter(Gen &g, const AttendPlan &p, SmallVector<Value> part,
   return part[0];
 }
 
+/// The lane's share of token row `offset` (from tokenOffset) of K or V,
+/// as loaded: AttendPlan::rowParts values.
+SmallVector<Value> loadRow(Gen &g, const PassState &st, bool isV,
+                           Value offset) {
+  const AttendPlan &p = st.p;
+  if (p.int4())
+    return loadInt4(g, isV ? st.v : st.k, isV ? st.vScale : st.kScale,
+                    offset, st.colLoad[0], p.shape.blockSize,
+                    p.shape.headDim, isV, p.streaming);
+  SmallVector<Value> out;
+  for (Value col : st.colLoad)
+    out.push_back(loadRaw(g, isV ? st.v : st.k, g.add(offset, col),
+                          p.shape.kvType, p.streaming));
+  return out;
+}
+
+/// loadRow's values as the lane's 8 f32 elements.
+SmallVector<Value> widenRow(Gen &g, const PassState &st, bool isV,
+                            ValueRange parts) {
+  if (st.p.int4())
+    return widenInt4(g, parts, isV);
+  SmallVector<Value> out;
+  for (Value part : parts)
+    llvm::append_range(out, widen(g, part));
+  return out;
+}
+
 /// Lane `groupBase + off`'s `v`.
 Value fromLane(Gen &g, Value v, Value groupBase, int64_t off) {
   Value src = g.toI32(g.add(groupBase, g.idx(off)));
@@ -261,31 +361,26 @@ Value tokenOffset(Gen &g, const PassState &st, Value t) {
 SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
                                    ValueRange carry) {
   const AttendPlan &p = st.p;
-  int64_t hp = p.headsPerPass, nt = p.tokens;
-  Type kvType = p.shape.kvType;
+  int64_t hp = p.headsPerPass, nt = p.tokens, parts = p.rowParts();
+  int64_t le = p.laneElems();
   Value m = carry[0], l = carry[1];
-  SmallVector<Value> acc(carry.begin() + 2,
-                         carry.begin() + 2 + hp * kLaneElems);
-  ValueRange rest = carry.drop_front(2 + hp * kLaneElems);
+  SmallVector<Value> acc(carry.begin() + 2, carry.begin() + 2 + hp * le);
+  ValueRange rest = carry.drop_front(2 + hp * le);
   ValueRange offs = rest.take_front(nt);
   Value base = g.add(st.tBeg, g.add(g.mul(it, g.idx(p.chunk)), st.gi));
   SmallVector<Value> tok;
   for (int64_t k = 0; k < nt; ++k)
     tok.push_back(g.add(base, g.idx(k * p.groups)));
-  // Every K and V load of the iteration is issued before any is used.
-  SmallVector<Value> kRaw, vRaw, loaded;
-  for (Value memref : {st.k, st.v})
+  // Every K and V load of the iteration is issued before any is used:
+  // `parts` values per row, K's rows then V's.
+  SmallVector<Value> loaded;
+  for (bool isV : {false, true})
     for (int64_t k = 0; k < nt; ++k)
-      loaded.push_back(
-          loadRaw(g, memref, g.add(offs[k], st.colLoad), kvType,
-                  p.streaming));
-  if (p.prefetch) {
-    kRaw.assign(rest.begin() + nt, rest.begin() + 2 * nt);
-    vRaw.assign(rest.begin() + 2 * nt, rest.begin() + 3 * nt);
-  } else {
-    kRaw.assign(loaded.begin(), loaded.begin() + nt);
-    vRaw.assign(loaded.begin() + nt, loaded.end());
-  }
+      llvm::append_range(loaded, loadRow(g, st, isV, offs[k]));
+  ValueRange rows = p.prefetch ? rest.slice(nt, 2 * nt * parts)
+                               : ValueRange(loaded);
+  auto kRow = [&](int64_t k) { return rows.slice(k * parts, parts); };
+  auto vRow = [&](int64_t k) { return rows.slice((nt + k) * parts, parts); };
   SmallVector<Value> next;
   int64_t ahead = p.prefetch ? 2 : 1;
   for (int64_t k = 0; k < nt; ++k)
@@ -294,20 +389,26 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
 
   // Own-head scores in log2 units; a masked token is -inf by select, so a
   // NaN in an unwritten slot of the pool never reaches the softmax.
-  Value colOk = p.paddedLanes() ? g.lt(st.col, g.idx(p.shape.headDim))
-                                : Value();
   Value lane = g.remU(gpu::ThreadIdOp::create(g.b, g.loc, gpu::Dimension::x),
                       g.idx(32));
   SmallVector<Value> s;
   for (int64_t k = 0; k < nt; ++k) {
-    SmallVector<Value> kf = widen(g, kRaw[k]);
+    SmallVector<Value> kf = widenRow(g, st, false, kRow(k));
     SmallVector<Value> part(llvm::PowerOf2Ceil(hp), g.f32(0.0));
     for (int64_t h = 0; h < hp; ++h) {
-      Value dot = g.mulF(st.q[h * kLaneElems], kf[0]);
-      for (int64_t e = 1; e < kLaneElems; ++e)
-        dot = math::FmaOp::create(g.b, g.loc, st.q[h * kLaneElems + e],
-                                  kf[e], dot);
-      part[h] = colOk ? g.select(colOk, dot, g.f32(0.0)) : dot;
+      // Per chunk, a slice past D selected away (never multiplied by 0).
+      Value sum;
+      for (int64_t c = 0; c < p.chunks; ++c) {
+        int64_t at = h * le + c * kLaneElems;
+        Value dot = g.mulF(st.q[at], kf[c * kLaneElems]);
+        for (int64_t e = 1; e < kLaneElems; ++e)
+          dot = math::FmaOp::create(g.b, g.loc, st.q[at + e],
+                                    kf[c * kLaneElems + e], dot);
+        if (st.colOk[c])
+          dot = g.select(st.colOk[c], dot, g.f32(0.0));
+        sum = sum ? g.addF(sum, dot) : dot;
+      }
+      part[h] = sum;
     }
     Value dot = reduceScatter(g, p, part, lane);
     s.push_back(g.select(g.lt(tok[k], st.ownVisEnd), dot, negInf(g)));
@@ -327,7 +428,7 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
   // Every head's alpha and p from the lane that holds it.
   SmallVector<SmallVector<Value>> vf;
   for (int64_t k = 0; k < nt; ++k) {
-    vf.push_back(widen(g, vRaw[k]));
+    vf.push_back(widenRow(g, st, true, vRow(k)));
     // Select, not a product with 0: p v would be NaN for a NaN v.
     for (Value &x : vf.back())
       x = g.select(g.lt(tok[k], st.tEnd), x, g.f32(0.0));
@@ -337,11 +438,11 @@ SmallVector<Value> attendIteration(Gen &g, const PassState &st, Value it,
     int64_t off = holderOffset(p, h);
     Value ah = fromLane(g, alpha, st.groupBase, off);
     SmallVector<Value> a;
-    for (int64_t e = 0; e < kLaneElems; ++e)
-      a.push_back(g.mulF(acc[h * kLaneElems + e], ah));
+    for (int64_t e = 0; e < le; ++e)
+      a.push_back(g.mulF(acc[h * le + e], ah));
     for (int64_t k = 0; k < nt; ++k) {
       Value ph = fromLane(g, pk[k], st.groupBase, off);
-      for (int64_t e = 0; e < kLaneElems; ++e)
+      for (int64_t e = 0; e < le; ++e)
         a[e] = math::FmaOp::create(g.b, g.loc, ph, vf[k][e], a[e]);
     }
     llvm::append_range(out, a);
@@ -364,15 +465,16 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
     Value head = g.add(h0, g.idx(h));
     Value headOk = p.partialPass() ? g.lt(head, g.idx(heads)) : Value();
     Value safeHead = headOk ? g.select(headOk, head, g.idx(0)) : head;
-    Value qBase = g.add(g.mul(g.add(g.mul(r, g.idx(heads)), safeHead),
-                              g.idx(d)),
-                        st.colLoad);
-    SmallVector<Value> qv = loadLane(g, a.q, qBase, p.shape.qType, false);
-    for (Value x : qv) {
-      Value scaled = g.mulF(x, scale);
-      if (headOk)
-        scaled = g.select(headOk, scaled, g.f32(0.0));
-      st.q.push_back(scaled);
+    Value qRow = g.mul(g.add(g.mul(r, g.idx(heads)), safeHead), g.idx(d));
+    for (Value col : st.colLoad) {
+      SmallVector<Value> qv =
+          loadLane(g, a.q, g.add(qRow, col), p.shape.qType, false);
+      for (Value x : qv) {
+        Value scaled = g.mulF(x, scale);
+        if (headOk)
+          scaled = g.select(headOk, scaled, g.f32(0.0));
+        st.q.push_back(scaled);
+      }
     }
   }
   // This lane's head after reduceScatter; query token t = head / G sees
@@ -393,7 +495,7 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
                           g.idx(0));
   st.groupBase = g.sub(lane, g.remU(lane, g.idx(p.lanes)));
   SmallVector<Value> init = {negInf(g), g.f32(0.0)};
-  for (int64_t i = 0; i < hp * kLaneElems; ++i)
+  for (int64_t i = 0; i < hp * p.laneElems(); ++i)
     init.push_back(g.f32(0.0));
   SmallVector<Value> first;
   for (int64_t k = 0; k < p.tokens; ++k)
@@ -402,10 +504,9 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
   if (p.prefetch) {
     // The first iteration's rows, and the second's offsets.
     SmallVector<Value> rows;
-    for (Value memref : {st.k, st.v})
+    for (bool isV : {false, true})
       for (int64_t k = 0; k < p.tokens; ++k)
-        rows.push_back(loadRaw(g, memref, g.add(first[k], st.colLoad),
-                               p.shape.kvType, p.streaming));
+        llvm::append_range(rows, loadRow(g, st, isV, first[k]));
     for (int64_t k = 0; k < p.tokens; ++k)
       init.push_back(tokenOffset(
           g, st,
@@ -428,11 +529,14 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
     x.store(res[0], smM, x.add(slot0, ownHead));
     x.store(res[1], smL, x.add(slot0, ownHead));
   });
+  // Column col + c x 256 + e of chunk c: the padded row holds every slice.
   for (int64_t h = 0; h < hp; ++h)
-    for (int64_t e = 0; e < kLaneElems; ++e)
-      g.store(res[2 + h * kLaneElems + e], smAcc,
+    for (int64_t e = 0; e < p.laneElems(); ++e)
+      g.store(res[2 + h * p.laneElems() + e], smAcc,
               g.add(g.mul(g.add(slot0, g.idx(h)), g.idx(p.paddedDim)),
-                    g.add(st.col, g.idx(e))));
+                    g.add(st.col,
+                          g.idx(e / kLaneElems * kChunkCols +
+                                e % kLaneElems))));
   gpu::BarrierOp::create(g.b, g.loc);
 
   mergeGroupsAndStore(g, p.shape, a,
@@ -457,17 +561,24 @@ void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
   Value gi = g.add(g.mul(g.divU(tid, g.idx(32)), g.idx(32 / p.lanes)),
                    g.divU(lane, g.idx(p.lanes)));
   Value col = g.mul(g.remU(lane, g.idx(p.lanes)), g.idx(kLaneElems));
-  // Padding lanes load column 0 of the row (in bounds) and add nothing.
-  Value colLoad = p.paddedLanes()
-                      ? g.select(g.lt(col, g.idx(d)), col, g.idx(0))
-                      : col;
+  // Padding slices load column 0 of the row (in bounds) and add nothing.
+  SmallVector<Value> colLoad, colOk;
+  for (int64_t c = 0; c < p.chunks; ++c) {
+    Value at = g.add(col, g.idx(c * kChunkCols));
+    bool padded = p.lanes * kLaneElems + c * kChunkCols > d;
+    Value ok = padded ? g.lt(at, g.idx(d)) : Value();
+    colOk.push_back(ok);
+    colLoad.push_back(ok ? g.select(ok, at, g.idx(0)) : at);
+  }
   Value total = g.extent(a.indices);
-  Value numBlocks = g.divU(g.extent(a.k), g.idx(bs * d));
+  // A packed int4 pool holds two channels a byte.
+  Value numBlocks =
+      g.divU(g.extent(a.k), g.idx(bs * (p.int4() ? d / 2 : d)));
   AttendRow row = attendRow(g, bs, a.indptr, a.lastLen, r, total, numBlocks);
   auto [tBeg, tEnd] = splitTokens(g, row, bs, a.splits, split);
-  PassState st{p,    a.k, a.v,     a.indices, row.start, numBlocks, tBeg,
-               tEnd, col, colLoad, gi,        {},        {},        {},
-               {}};
+  PassState st{p,    a.k,    a.v,   a.indices, row.start, numBlocks,
+               tBeg, tEnd,   col,   gi,        colLoad,   colOk,
+               a.kScale, a.vScale, {}, {},     {},        {}};
   g.forLoop(g.idx(0), g.idx(p.passes), {},
             [&](Gen &x, Value pass, ValueRange) -> SmallVector<Value> {
               Value h0 = x.mul(pass, x.idx(p.headsPerPass));
@@ -593,17 +704,23 @@ LogicalResult mlir::vortex::gpugen::checkAttendShape(Location loc,
     return emitError(loc, "the GPU attend kernel does not support ");
   };
   int64_t d = s.headDim;
-  if (d < 64 || d > 256 || d % kLaneElems != 0)
+  // Past 256 columns a lane holds a slice per chunk (MLA's latent of 576).
+  int64_t most = s.kvType.isInteger(4) ? kChunkCols : kMaxHeadDim;
+  if (d < 64 || d > most || d % kLaneElems != 0)
     return fail() << "head_dim " << d << " (it takes a multiple of "
-                  << kLaneElems << " in [64, 256])";
+                  << kLaneElems << " in [64, " << most
+                  << (s.kvType.isInteger(4) ? "] for a packed int4 pool)"
+                                            : "])");
   if (s.blockSize < 1 || s.blockSize > 1024)
     return fail() << "block_size " << s.blockSize << " (it takes [1, 1024])";
   if (s.groupSize < 1 || s.queryTokens < 1 ||
       s.groupSize * s.queryTokens > 256)
     return fail() << s.queryTokens << " x " << s.groupSize
                   << " query heads a row (it takes 1 to 256)";
+  // i4: packed int4 (bytes and scales, docs/contract.md "INT4 KV").
   if (!isa<BFloat16Type, Float16Type, Float32Type, Float8E4M3FNType,
-           Float8E5M2Type>(s.kvType))
+           Float8E5M2Type>(s.kvType) &&
+      !s.kvType.isInteger(4))
     return fail() << "kv dtype " << s.kvType;
   if (!isa<BFloat16Type, Float16Type, Float32Type>(s.qType))
     return fail() << "q dtype " << s.qType;
@@ -627,10 +744,12 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                                           p.heads, 1, f32);
   std::string qName = abi::kQuery.str(), oName = abi::kAttnOut.str(),
               lseName = abi::kAttnLse.str();
+  // A packed int4 pool is bytes, with its scales after the split count.
+  Type poolType = p.int4() ? Type(IntegerType::get(mctx, 8)) : shape.kvType;
   SmallVector<Param> params = {
       {qName, true, shape.qType},
-      {"k", true, shape.kvType},
-      {"v", true, shape.kvType},
+      {"k", true, poolType},
+      {"v", true, poolType},
       {abi::kKvIndptr.str(), true, i32},
       {abi::kKvIndices.str(), true, i32},
       {abi::kKvLastLen.str(), true, i32},
@@ -640,6 +759,18 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
       {po, true, f32},
       {pl, true, f32},
       {abi::kKvSplits.str(), false, i32}};
+  SmallVector<std::string> reads = {qName,
+                                    "k",
+                                    "v",
+                                    abi::kKvIndptr.str(),
+                                    abi::kKvIndices.str(),
+                                    abi::kKvLastLen.str(),
+                                    abi::kSmScale.str()};
+  if (p.int4())
+    for (StringRef name : {abi::kKInt4Scale, abi::kVInt4Scale}) {
+      params.push_back({name.str(), true, f32});
+      reads.push_back(name.str());
+    }
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp split =
       createKernel(ctx, b, loc, (name + "_split").str(), params, kThreads);
@@ -651,6 +782,10 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                       &a.lse,     &a.partialO, &a.partialLse, &a.splits};
     for (auto [i, slot] : llvm::enumerate(slots))
       *slot = split.getArgument(i);
+    if (p.int4()) {
+      a.kScale = split.getArgument(std::size(slots));
+      a.vScale = split.getArgument(std::size(slots) + 1);
+    }
     a.splits = g.maxI(g.toIndex(a.splits), g.idx(1));
     if (ctx.options.attendMMA && attendMMAFits(shape))
       emitSplitBodyMMA(g, split, shape, a, p.streaming);
@@ -658,10 +793,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
       emitSplitBody(g, split, p, a);
     gpu::ReturnOp::create(b, loc);
   }
-  recordRowKernel(ctx, split, kThreads, params,
-                  {qName, "k", "v", abi::kKvIndptr.str(),
-                   abi::kKvIndices.str(), abi::kKvLastLen.str(),
-                   abi::kSmScale.str()},
+  recordRowKernel(ctx, split, kThreads, params, reads,
                   {oName, lseName, po, pl});
   ctx.abi.kernels.back().step = Step::Attend;
   ctx.abi.kernels.back().grid = GridKind::RowSplits;

@@ -82,20 +82,18 @@ SaveOp deferrableSave(Operation *op) {
 /// its head_dim; only `on` refuses it, at the flow).
 LogicalResult lowerAttend(FlowContext &ctx, StringRef mode) {
   FlowOp flow = ctx.flow;
-  // The attend kernels read float k/v: a packed int4 pool has no attend
-  // step (FlowABI::get); `on` is refused at the flow.
-  if (ctx.config.isInt4KV() && mode == "on")
-    return flow.emitOpError("attend=on: the attend kernels do not read a "
-                            "packed int4 pool (kv_dtype = i4)");
-  if (mode == "off" || ctx.config.isInt4KV())
+  if (mode == "off")
     return success();
   Block &indexer = flow.getIndexerBody();
   auto q = cast<VTensorType>(indexer.getArgument(0).getType());
   auto k = cast<VTensorType>(indexer.getArgument(2).getType());
   int64_t g = ctx.config.getGroupSize();
-  AttendShape shape{k.getD0(),         q.getD1(),
-                    g,                 g > 0 ? q.getD0() / g : 0,
-                    k.getElementType(), q.getElementType()};
+  // A packed int4 pool's k reads as f32 in the IR; its kernels take i4.
+  Type kvType = ctx.config.isInt4KV() ? ctx.config.getKvDtype()
+                                      : k.getElementType();
+  AttendShape shape{k.getD0(), q.getD1(),
+                    g,         g > 0 ? q.getD0() / g : 0,
+                    kvType,    q.getElementType()};
   if (mode == "auto") {
     // Probe quietly: an unsupported shape is no error here.
     ScopedDiagnosticHandler quiet(flow.getContext(),

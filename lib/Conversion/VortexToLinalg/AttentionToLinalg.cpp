@@ -94,13 +94,17 @@ struct RowAttention {
   }
 
   /// pool[kv_indices[start + i], j, d] as f32: the row's blocks, in order.
-  Value gatherPool(Value pool) {
+  /// A packed int4 pool is unpacked here, with `scale` (k's or v's).
+  Value gatherPool(Value pool, Value scale, bool isV) {
     return generic(3, {}, empty({ShapedType::kDynamic, block, dim}, entries),
                    {{e.b.getAffineDimExpr(0), e.b.getAffineDimExpr(1),
                      e.b.getAffineDimExpr(2)}},
                    {kPar, kPar, kPar}, [&](Emitter &x, ValueRange) {
                      Value pos = x.add(start, x.index(0));
                      Value blk = x.toIndex(x.extract(in.getKvIndices(), pos));
+                     if (scale)
+                       return dequantInt4(x.b, x.loc, pool, scale, isV, blk,
+                                          x.index(1), x.index(2));
                      return toF32(x, x.extract(pool, {blk, x.index(1),
                                                       x.index(2)}));
                    });
@@ -117,7 +121,8 @@ struct RowAttention {
                                                      {r, x.index(0),
                                                       x.index(1)}));
                          });
-    Value keys = gatherPool(in.getK()), values = gatherPool(in.getV());
+    Value keys = gatherPool(in.getK(), in.getKScale(), false);
+    Value values = gatherPool(in.getV(), in.getVScale(), true);
     SmallVector<int64_t> logitShape = {heads, ShapedType::kDynamic, block};
     // s[h, i, j] = <q[h], k[i, j]>, scaled where visible, -inf elsewhere.
     Value dots = generic(

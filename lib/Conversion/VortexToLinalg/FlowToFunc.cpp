@@ -143,8 +143,7 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
     rewriter.setInsertionPoint(flow);
     buildCache(rewriter, flow, abi);
     rewriter.setInsertionPoint(flow);
-    if (!flow.getConfig().isInt4KV())
-      buildAttend(rewriter, flow, abi);
+    buildAttend(rewriter, flow, abi);
     rewriter.eraseOp(flow);
     return success();
   }
@@ -235,7 +234,8 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
         .getResult(0);
   }
 
-  /// `(q, k, v, kv_indptr, kv_indices, kv_last_len, o, lse, sm_scale)`: one
+  /// `(q, k, v, kv_indptr, kv_indices, kv_last_len, o, lse, sm_scale[,
+  /// k_int4_scale, v_int4_scale])`: one
   /// vortex.attend (its own pattern lowers it) whose results are written
   /// into o and lse. Its code depends on the config and q's type only.
   void buildAttend(ConversionPatternRewriter &rewriter, FlowOp flow,
@@ -264,9 +264,14 @@ struct FlowToFuncs : OpConversionPattern<FlowOp> {
       auto m = cast<MemRefType>(argTypes[i]);
       return RankedTensorType::get(m.getShape(), m.getElementType());
     };
+    // A packed int4 pool's scales are the last two arguments.
+    bool int4 = flow.getConfig().isInt4KV();
+    Value kScale = int4 ? sb.tensorOf(9, false) : Value();
+    Value vScale = int4 ? sb.tensorOf(10, false) : Value();
     auto attend = AttendOp::create(
         rewriter, sb.loc, tensorType(6), tensorType(7), in[0], in[1], in[2],
-        in[3], in[4], in[5], scale, flow.getConfig().getGroupSize());
+        in[3], in[4], in[5], scale, kScale, vScale,
+        flow.getConfig().getGroupSize());
     for (auto [result, arg] : {std::pair<Value, unsigned>{attend.getO(), 6},
                                {attend.getLse(), 7}})
       bufferization::MaterializeInDestinationOp::create(

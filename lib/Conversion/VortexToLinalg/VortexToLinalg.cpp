@@ -108,9 +108,7 @@ struct ConvertVortexToLinalgPass
       std::string prefix = "_mlir_ciface_" + manifestABI->flow;
       manifestABI->addHostStep(abi::Step::Indexer, prefix + "_indexer");
       manifestABI->addHostStep(abi::Step::Cache, prefix + "_cache");
-      // A packed int4 pool has no attend step (FlowABI::get).
-      if (!flows.front().getConfig().isInt4KV())
-        manifestABI->addHostStep(abi::Step::Attend, prefix + "_attend");
+      manifestABI->addHostStep(abi::Step::Attend, prefix + "_attend");
     }
 
     VortexToLinalgTypeConverter converter;

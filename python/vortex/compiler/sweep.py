@@ -13,8 +13,9 @@ head dim (vortex_torch's `mla_dims`). `QUICK` is a smaller grid that keeps each 
 edges (odd G and D, the smallest and largest blocks). Each config ends as
 - `ok`: verified, and both back ends lower it;
 - `refused`: the flow's constructor, the tracer or the verifier refuses it,
-  with a located diagnostic (a config the flow does not support), or the
-  flow holds a custom op, which the back ends refuse at the op;
+  with a located diagnostic (a config the flow does not support), or, for
+  a flow with custom ops, `--vortex-split-custom-calls` refuses to split
+  it at them (the stage flows it writes are what both back ends lower);
 - `FAILS`: verified, but a back end fails on it (a compiler bug: verified IR
   must lower).
 """
@@ -22,7 +23,9 @@ edges (odd G and D, the smallest and largest blocks). Each config ends as
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -97,8 +100,33 @@ def lower(opt: str, text: str,
     return out
 
 
-#: The back ends' refusal of a vortex.custom_call (lib/Transforms/Fusion.cpp).
-_CUSTOM_REFUSAL = "is a custom op (a registered torch function)"
+def _lower_stages(opt: str, text: str) -> List[str]:
+    """A split flow's stages (`text`: the module of `<flow>_stage<k>`)
+    through both back ends: the CPU lowering takes the module, the GPU
+    lowering one flow at a time (vortex-compile --flow, PTX only, into a
+    directory removed after)."""
+    out = lower(opt, text, ("--vortex-to-cpu",))
+    stages = re.findall(r"vortex\.flow @(\w+_stage\d+)\b", text)
+    with tempfile.TemporaryDirectory(prefix="vortex-verify-") as where:
+        for stage in stages:
+            try:
+                compiler.compile(text, target="sm_90", out_dir=where,
+                                 flow=stage, options=["--no-cubin"],
+                                 use_cache=False)
+            except compiler.VortexCompileError as err:
+                # The tool's command line, then its located diagnostics.
+                lines = [ln for ln in str(err).splitlines()
+                         if "error:" in ln] or str(err).splitlines()
+                out.append(f"--vortex-to-nvvm ({stage}): " +
+                           "\n".join(lines or ["failed"]))
+    return out
+
+
+#: The back ends' refusals around custom ops: an unsplit vortex.custom_call
+#: (lib/Transforms/Fusion.cpp) and, on the GPU, a stage export no kernel
+#: computes (lib/Conversion/VortexToGPU).
+_STAGE_REFUSALS = ("is a custom op (a registered torch function)",
+                   "'vortex.stage_out' op exports a value no kernel")
 
 
 def _refusal(err: Exception) -> str:
@@ -133,14 +161,27 @@ def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
             raise
         except Exception as err:       # the flow's own code may raise too
             return Outcome(label, "refused", _refusal(err))
-        diags = lower(opt, text)
+        if "vortex.custom_call" in text:
+            # Lowered as `vortex.compile` lowers it: split at its custom
+            # ops into stage flows (docs/python.md, "Custom ops"); what the
+            # split refuses, at the op, is a refusal of the config.
+            proc = subprocess.run([opt, "-", "--vortex-split-custom-calls"],
+                                  input=text, capture_output=True, text=True)
+            if proc.returncode != 0:
+                return Outcome(label, "refused",
+                               (proc.stderr.strip() or "split failed")
+                               .splitlines()[0])
+            diags = _lower_stages(opt, proc.stdout)
+        else:
+            diags = lower(opt, text)
         if not diags:
             return Outcome(label, "ok")
         first = diags[0].splitlines()[0]
-        # A custom op is refused by design where a step compiles
-        # (docs/python.md, "Custom ops"), not a back end's bug.
-        return Outcome(label, "refused" if _CUSTOM_REFUSAL in first
-                       else "FAILS", first)
+        # What a back end refuses by design around custom ops (an unsplit
+        # custom call; a stage export no kernel computes on the GPU,
+        # docs/python.md "Custom ops") is a refusal, not a back end's bug.
+        return Outcome(label, "refused" if any(
+            r in diags[0] for r in _STAGE_REFUSALS) else "FAILS", first)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, points))

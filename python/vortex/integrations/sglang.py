@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, Iterable
 
 from vortex.environment import import_torch
 from vortex.runtime.manifest import DTYPES, budget
-from vortex.runtime.paging import slot_blocks, slot_rows
+from vortex.runtime.paging import check_pageable, slot_blocks, slot_rows
 
 torch = import_torch()
 
@@ -52,6 +52,7 @@ def _geometry(flow):
                            "group_size") if k not in cfg]
     if missing:
         raise ValueError(f"flow: its config has no {missing}")
+    check_pageable(flow, "vortex_torch's SGLang pool")
     bs, ps = int(cfg["block_size"]), int(cfg["page_size"])
     if ps % bs:
         raise ValueError(f"page_size: {ps} is not a multiple of the flow's "

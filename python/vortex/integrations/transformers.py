@@ -41,7 +41,7 @@ import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from vortex.environment import import_torch
-from vortex.runtime.paging import slot_blocks, slot_rows
+from vortex.runtime.paging import check_pageable, slot_blocks, slot_rows
 
 torch = import_torch()
 
@@ -125,6 +125,7 @@ class PagedVortex:
         for key in ("block_size", "page_size", "head_dim", "group_size"):
             if key not in flow.config:
                 raise ValueError(f"flow: its config has no {key}")
+        check_pageable(flow, "paged|vortex")
         self.flow = flow
         self.name = name
         self.block_size = int(flow.config["block_size"])

@@ -13,7 +13,6 @@ import math
 from typing import Any, Mapping, Sequence
 
 __all__ = ["check_attend_values", "check_decode", "check_decode_manifest",
-           "check_int4_attend", "INT4_ATTEND_REFUSAL",
            "default_scale", "query_tokens"]
 
 
@@ -81,21 +80,6 @@ def check_attend_values(indptr: Sequence[int], indices: Sequence[int],
             raise ValueError(f"kv_last_len: {n} tokens in the last block of "
                              f"row {r}, expected 1..{block_size} "
                              "(block_size)")
-
-
-INT4_ATTEND_REFUSAL = (
-    "attend and decode over a packed int4 pool (kv_dtype int4) are not "
-    "supported: the attend kernels read k and v as floats and unpack no "
-    "nibbles, so the build has no attend step (the indexer and cache steps "
-    "run); attend over vortex.int4.dequantize_pool(cache) with "
-    "vortex.semantics.eager.attend, or use a float kv_dtype")
-
-
-def check_int4_attend(config: Mapping[str, Any], name: str) -> None:
-    """Refuse attend/decode of a compiled flow over an int4 pool
-    (NotImplementedError saying why: docs/python.md)."""
-    if str(config.get("kv_dtype", "")) == "i4":
-        raise NotImplementedError(f"flow @{name}: {INT4_ATTEND_REFUSAL}")
 
 
 def check_decode_manifest(manifest: Any) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..compiler import driver as compiler
 from .attention import (check_attend_values, check_decode_manifest,
-                        check_int4_attend, default_scale)
+                        default_scale)
 from ..compiler.driver import VortexCompileError, find_tool
 from .manifest import Manifest, budget
 from .validate import (check_csr, check_slot_map, check_slots,
@@ -271,13 +271,33 @@ class CompiledFlow:
                 f"sparse CSR {sparse_indptr.tolist()}")
         return sparse_indptr, sparse_indices[:end].copy()
 
+    def _param_args(self, step: str,
+                    params: Optional[Mapping[str, np.ndarray]]
+                    ) -> Dict[str, np.ndarray]:
+        """The step's parameters from `params` (float32 `[1, r, c]` arrays;
+        vortex.runtime.params.BoundParams checks them when bound). Raises
+        ValueError naming a missing one."""
+        names = [n for n in self.manifest.steps[step].args
+                 if self.manifest.tensors[n].role == "parameter"]
+        given = dict(params or {})
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise ValueError(f"params: missing {missing} (the flow's "
+                             "parameters; the torch Flow binds them with "
+                             "flow.bind)")
+        return {n: np.ascontiguousarray(given[n], dtype=np.float32)
+                for n in names}
+
     def cache_step(self, cache: Mapping[str, np.ndarray], block_ids,
-                   slot_of_ptr=None) -> None:
+                   slot_of_ptr=None,
+                   params: Optional[Mapping[str, np.ndarray]] = None) -> None:
         """Summarize the completed blocks `block_ids` into the fields of
         `cache`, in place. A flow with slotted fields also takes
         `slot_of_ptr`, the slot of every pool block (docs/contract.md,
-        "Slotted fields"): a block whose slot is < 0 writes nothing."""
+        "Slotted fields"): a block whose slot is < 0 writes nothing. A flow
+        with parameters takes them as `params` (name -> array)."""
         args = self._cache_args(cache)
+        args.update(self._param_args("cache", params))
         ids = _as_index_array("block_ids", block_ids)
         num_blocks = int(np.asarray(args["k"]).shape[0])
         if ids.size:
@@ -312,7 +332,6 @@ class CompiledFlow:
         entry of row r holding `kv_last_len[r]` tokens. Returns (o, lse):
         o like q, lse `[rows, T x G]` (natural log), float32; written into
         `o` and `lse` when given. `sm_scale` defaults to 1/sqrt(D)."""
-        check_int4_attend(self.config, self.name)
         if "attend" not in self.manifest.steps:
             raise NotImplementedError(f"flow @{self.name}: the manifest has "
                                       "no attend step (recompile the flow)")
@@ -347,7 +366,6 @@ class CompiledFlow:
         the latent's first kv_lora_rank channels (its values). Refused before
         anything runs for a flow whose selection may drop the row's last
         tokens (the manifest's `decode_refusal`, naming reserved_eos or q)."""
-        check_int4_attend(self.config, self.name)
         check_decode_manifest(self.manifest)
         qa = self._check_q(q)
         indptr = _as_index_array("dense_kv_indptr", dense_kv_indptr)

@@ -47,8 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import driver
-from .attention import (DECODE_CSR, check_decode_manifest,
-                        check_int4_attend, decode_args)
+from .attention import DECODE_CSR, check_decode_manifest, decode_args
 from .driver import CudaDriverError
 from ..environment import require_cuda
 from .manifest import (ATTEND_SPLIT_SLOTS, DTYPES, KernelSpec, Manifest,
@@ -432,7 +431,6 @@ class CompiledFlowGPU:
         attend reads the indexer's sparse CSR, and chooses kv_splits from
         the selection's size, which depends only on the shapes."""
         m = self.manifest
-        check_int4_attend(m.config, m.flow)
         if "attend" not in m.steps:
             raise NotImplementedError(f"{self.flow}: this CUDA build has no "
                                       "attend step, so no decode")

@@ -34,14 +34,14 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import native
-from .attention import (DECODE_TAIL, check_attend_values,
-                        check_decode_manifest, check_int4_attend,
-                        default_scale)
+from .attention import (DECODE_CSR, DECODE_TAIL, check_attend_values,
+                        check_decode_manifest, default_scale)
 from .cpu import CPUFlow
 from ..environment import import_torch
 from .manifest import DTYPES, Manifest, budget
 from .validate import check_csr, check_slot_map, check_slots, validate_step
 from .paging import slot_blocks
+from .params import BoundParams
 
 torch = import_torch()
 
@@ -180,9 +180,8 @@ class _Op:
         keeps each row's last block last)."""
         check_decode_manifest(m)
         indexer = {n: args[n] for n in m.steps["indexer"].args}
-        attend = {n: args[n] for n in ("q", "k", "v") + _DECODE_TAIL}
-        attend.update(kv_indptr=args["sparse_kv_indptr"],
-                      kv_indices=args["sparse_kv_indices"])
+        attend = {n: args[DECODE_CSR.get(n, n)]
+                  for n in m.steps["attend"].args}
         validate_step(m, "indexer", indexer, ("cpu", None))
         validate_step(m, "attend", attend, ("cpu", None))
         for w in ("o", "lse"):
@@ -291,11 +290,7 @@ class Flow:
         self._raw_cache = self.cache_op._op
         self.param_names = [n for n in m.steps["indexer"].args
                             if m.tensors[n].role == "parameter"]
-        self._params: Dict[str, torch.Tensor] = {}
-        # Per-layer parameters: name -> ([L, r, c], lookup rows or None),
-        # and the per-call dicts made from them, by layer.
-        self._layered: Dict[str, Any] = {}
-        self._by_layer: Dict[Any, Dict[str, Any]] = {}
+        self._binding = BoundParams(m, self.param_names, self.device)
         self._call_indexer = _caller(
             self._indexer, ["q"],
             ["dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr",
@@ -368,78 +363,23 @@ class Flow:
         to the flow's device and dtype and passed to every call. A
         per-layer value (`[L, r, c]`, or a per-layer Parameter with its
         lookup) is copied whole; each call then passes the slice of its
-        `layer=` (docs/python.md, "Per-layer parameters")."""
-        if not isinstance(params, Mapping):
-            raise ValueError(f"params: expected a dict name -> tensor, got "
-                             f"{type(params).__name__}")
-        from ..abs.parameter import Parameter, lookup_rows
-        bound = dict(self._params)
-        layered = dict(self._layered)
-        for name, value in params.items():
-            if name not in self.param_names:
-                raise ValueError(f"params[{name!r}]: the flow has no such "
-                                 f"parameter (it has {self.param_names})")
-            spec = self.manifest.tensors[name]
-            want = tuple(spec.extents({}))
-            rows = None
-            if isinstance(value, Parameter):
-                t, rows = value.data, value.lookup
-                per_layer = value.per_layer
-            else:
-                t = value
-                per_layer = isinstance(t, torch.Tensor) and t.dim() == 3 \
-                    and t.shape[0] > 1
-            if not isinstance(t, torch.Tensor):
-                raise ValueError(f"params[{name!r}]: expected a tensor, got "
-                                 f"{type(t).__name__}")
-            t = t.detach()
-            if t.dim() == 2:
-                t = t.unsqueeze(0)
-            if t.dim() != 3 or tuple(t.shape[1:]) != want[1:] or \
-                    (not per_layer and t.shape[0] != 1):
-                expected = (f"[L, {want[1]}, {want[2]}]" if per_layer
-                            else str(list(want)))
-                raise ValueError(f"params[{name!r}]: shape {list(t.shape)}, "
-                                 f"expected {expected}")
-            if per_layer:
-                lookup_rows(rows, int(t.shape[0]), f"params[{name!r}] "
-                            "layer_lookup")
-            t = t.to(device=self.device, dtype=getattr(
-                torch, DTYPES[spec.dtype][0]), copy=True).contiguous()
-            bound.pop(name, None)
-            layered.pop(name, None)
-            if per_layer:
-                layered[name] = (t, rows)
-            else:
-                bound[name] = t
-        self._params, self._layered = bound, layered
-        self._by_layer = {}
+        `layer=` (docs/python.md, "Per-layer parameters"; the rules are
+        `vortex.runtime.params.BoundParams`)."""
+        self._binding.bind(params)
+
+    @property
+    def _params(self) -> Dict[str, Any]:
+        return self._binding.values
+
+    @property
+    def _layered(self) -> Dict[str, Any]:
+        return self._binding.layered
 
     def layer_params(self, layer: Optional[int] = None) -> Dict[str, Any]:
-        """The parameters a call for `layer` passes: each per-layer one as
-        the view of its layer's `[1, r, c]` slice (no copy: the pointer is
-        stable, so a CUDA graph captured per layer replays it). Raises
-        ValueError naming `layer` (required when a parameter is per layer,
-        in range of every lookup) before anything runs."""
-        if not self._layered:
-            if layer is not None and (isinstance(layer, bool) or
-                                      not isinstance(layer, int) or layer < 0):
-                raise ValueError(f"layer: expected a non-negative int, got "
-                                 f"{layer!r}")
-            return self._params
-        got = self._by_layer.get(layer)
-        if got is not None:
-            return got
-        from ..abs.parameter import check_layer
-        if layer is None:
-            raise ValueError(f"layer: required: parameters "
-                             f"{sorted(self._layered)} are bound per layer")
-        out = dict(self._params)
-        for name, (t, rows) in self._layered.items():
-            row = check_layer(layer, rows, int(t.shape[0]))
-            out[name] = t[row:row + 1]
-        self._by_layer[layer] = out
-        return out
+        """The parameters a call for `layer` passes (BoundParams.for_layer:
+        a per-layer one as its layer's `[1, r, c]` view). Raises ValueError
+        naming `layer` before anything runs."""
+        return self._binding.for_layer(layer)
 
     # -- helpers -------------------------------------------------------------
     def budget(self, n: int) -> int:
@@ -690,7 +630,6 @@ class Flow:
         log) and returns them; allocated when not given. `sm_scale`
         defaults to 1/sqrt(D)."""
         cache = self._pools(cache)
-        check_int4_attend(self.manifest.config, self.manifest.flow)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "
@@ -722,7 +661,6 @@ class Flow:
         sparse_kv_indices); an MLA flow's o is the view of the latent's
         first kv_lora_rank channels (its values)."""
         cache = self._pools(cache)
-        check_int4_attend(self.manifest.config, self.manifest.flow)
         if self._attend is None:
             raise NotImplementedError(
                 f"{self.name}: this {self.manifest.backend} build has no "

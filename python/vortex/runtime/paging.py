@@ -11,7 +11,26 @@ from ..environment import import_torch
 
 torch = import_torch()
 
-__all__ = ["slot_rows", "slot_blocks"]
+__all__ = ["check_pageable", "slot_rows", "slot_blocks"]
+
+
+def check_pageable(flow, engine: str) -> None:
+    """Refuse, naming the flow, what an engine's per-head float K/V pages
+    cannot hold: an MLA flow (one latent pool, no per-head k and v) and a
+    packed int4 pool (the engines write float K/V and quantize nothing).
+    docs/engines.md lists both."""
+    cfg = getattr(flow, "config", None) or {}
+    why = None
+    if cfg.get("kv_lora_rank"):
+        why = ("is an MLA flow: its one latent pool [kv_c | k_pe] is not "
+               "the engine's per-head k and v pages")
+    elif str(cfg.get("kv_dtype", "")) == "i4":
+        why = ("reads a packed int4 pool (kv_dtype int4): the engine pages "
+               "float k and v and quantizes nothing")
+    if why:
+        raise NotImplementedError(
+            f"flow: {getattr(flow, 'name', '?')} {why}; {engine} runs flows "
+            "over float per-head k/v pools (docs/engines.md)")
 
 
 def slot_rows(slots, num_kv_heads: int, page_size: int):

@@ -15,7 +15,7 @@
 !cr = !vortex.vtensor<?x1x100xbf16, #vortex.format<ragged>>
 !qm = !vortex.vtensor<?x1x100xbf16, #vortex.format<batched>>
 !s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-// expected-error @+1 {{the GPU attend kernel does not support head_dim 100 (it takes a multiple of 8 in [64, 256])}}
+// expected-error @+1 {{the GPU attend kernel does not support head_dim 100 (it takes a multiple of 8 in [64, 768])}}
 vortex.flow @d100
     config = #vortex.config<block_size = 16, page_size = 16, head_dim = 100,
         group_size = 8, topk_val = 4, topk_ratio = 0.0 : f64,
@@ -34,20 +34,20 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 
 // -----
 
-!kv = !vortex.vtensor<?x16x512xbf16, #vortex.format<paged>>
-!q  = !vortex.vtensor<?x4x512xbf16, #vortex.format<batched>>
+!kv = !vortex.vtensor<?x16x1024xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x4x1024xbf16, #vortex.format<batched>>
 !o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
-!c  = !vortex.vtensor<?x1x512xbf16, #vortex.format<paged>>
-!cr = !vortex.vtensor<?x1x512xbf16, #vortex.format<ragged>>
-!qm = !vortex.vtensor<?x1x512xbf16, #vortex.format<batched>>
+!c  = !vortex.vtensor<?x1x1024xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x1024xbf16, #vortex.format<ragged>>
+!qm = !vortex.vtensor<?x1x1024xbf16, #vortex.format<batched>>
 !s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
-// expected-error @+1 {{the GPU attend kernel does not support head_dim 512 (it takes a multiple of 8 in [64, 256])}}
-vortex.flow @d512
-    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 512,
+// expected-error @+1 {{the GPU attend kernel does not support head_dim 1024 (it takes a multiple of 8 in [64, 768])}}
+vortex.flow @d1024
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 1024,
         group_size = 4, topk_val = 4, topk_ratio = 0.0 : f64,
         reserved_bos = 1, reserved_eos = 1, intermediate_dtype = bf16,
         kv_dtype = bf16>
-    fields(centroids = [1, 512])
+    fields(centroids = [1, 1024])
 cache(%k: !kv, %v: !kv, %centroids: !c) {
   %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
   vortex.write %m into %centroids : !cr into !c

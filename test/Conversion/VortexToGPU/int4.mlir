@@ -10,7 +10,8 @@
 // A packed int4 pool on the GPU (kv_dtype = i4, docs/gpu.md "INT4 KV"): a
 // cache kernel that reads k takes k's bytes and k_int4_scale; each element
 // is a byte load, unpacked where it loads ((byte >> 4 * (c % 2)) & 15),
-// minus 7, times the channel's scale (v: the token's). No attend kernels.
+// minus 7, times the channel's scale (v: the token's). The attend kernels
+// read 4 bytes (8 channels) a lane with k's 8 scales or v's one.
 
 !kv = !vortex.vtensor<?x16x80xf32, #vortex.format<paged>>
 !q  = !vortex.vtensor<?x5x80xf32, #vortex.format<batched>>
@@ -37,8 +38,8 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %kc: !c, %vm: !c) {
   vortex.topk %s into %o : !s into !o
 }
 
-// CHECK-NOT: _attend
 // CHECK: k = #vortex.tensor<role = cache, dtype = i8, shape = ["num_blocks", 16, 40]>
+// CHECK-SAME: attend = #vortex.step<args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale", "k_int4_scale", "v_int4_scale"]
 // CHECK-SAME: cache = #vortex.step<args = ["k", "v", "kc", "vm", "block_ids", "k_int4_scale", "v_int4_scale"]
 // CHECK-SAME: reads = ["k", "v", "k_int4_scale", "v_int4_scale", "block_ids"]
 
@@ -66,7 +67,24 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %kc: !c, %vm: !c) {
 // CHECK: %[[VQ:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT: arith.mulf %[[VQ]], %[[VSC]] : f32
 // CHECK: gpu.return
-// CHECK-NOT: gpu.func @int4_centroids_attend
+
+// The attend split kernel: the bytes in k's and v's places, the scales
+// after kv_splits; a lane loads 4 bytes of a token (8 channels) with k's 8
+// per-channel scales of its block, or v's per-token scale, and unpacks
+// them where it computes (the low nibble first).
+// CHECK-LABEL: gpu.func @int4_centroids_attend_split(
+// CHECK-SAME: %{{.*}}: memref<?xf32>, %[[AK:arg[0-9]+]]: memref<?xi8>, %[[AV:arg[0-9]+]]: memref<?xi8>
+// CHECK-SAME: %{{.*}}: i32, %[[AKS:arg[0-9]+]]: memref<?xf32>, %[[AVS:arg[0-9]+]]: memref<?xf32>)
+// CHECK: vector.load %[[AK]][%{{.*}}] {alignment = 4 : i64, nontemporal = true} : memref<?xi8>, vector<4xi8>
+// CHECK: vector.load %[[AKS]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32>, vector<8xf32>
+// CHECK: vector.load %[[AV]][%{{.*}}] {alignment = 4 : i64, nontemporal = true} : memref<?xi8>, vector<4xi8>
+// CHECK: memref.load %[[AVS]][%{{.*}}] : memref<?xf32>
+// CHECK: scf.for
+// CHECK: %[[LO:.*]] = arith.andi %{{.*}}, %c15_i8 : i8
+// CHECK: arith.uitofp %[[LO]] : i8 to f32
+// CHECK: %[[HI:.*]] = arith.shrui %{{.*}}, %c4_i8 : i8
+// CHECK: arith.andi %[[HI]], %c15_i8 : i8
+// CHECK-LABEL: gpu.func @int4_centroids_attend_combine(
 
 // MANIFEST: "k": {
 // MANIFEST-NEXT: "dtype": "u8",

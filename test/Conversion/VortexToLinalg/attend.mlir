@@ -59,3 +59,29 @@ func.func @narrow(%q: tensor<2x8x64xbf16>, %k: tensor<?x8x64xf8E4M3FN>, %ip: ten
       : (tensor<2x8x64xbf16>, tensor<?x8x64xf8E4M3FN>, tensor<?x8x64xf8E4M3FN>, tensor<3xi32>, tensor<?xi32>, tensor<2xi32>, f32) -> (tensor<2x8x64xbf16>, tensor<2x8xf32>)
   return %o, %lse : tensor<2x8x64xbf16>, tensor<2x8xf32>
 }
+
+// Packed int4 pools with their scales: the gathers unpack each channel from
+// its byte (byte d / 2, shifted 4 * (d % 2), & 15), minus 7, times k's
+// per-channel scale of the block or v's per-token scale.
+// CHECK-LABEL: func.func @int4
+// CHECK-SAME: %[[K4:arg1]]: tensor<?x8x32xi8>, %[[V4:arg2]]: tensor<?x8x32xi8>
+// CHECK-SAME: %[[KS:arg7]]: tensor<?x1x64xf32>, %[[VS:arg8]]: tensor<?x8x1xf32>
+// CHECK: linalg.generic
+// CHECK: %[[BID:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[C:.*]] = arith.minsi %{{.*}}, %c63
+// CHECK: %[[BYTE:.*]] = arith.divui %[[C]], %c2
+// CHECK: %[[B:.*]] = tensor.extract %[[K4]][%[[BID]], %{{.*}}, %[[BYTE]]]
+// CHECK: %[[SH:.*]] = arith.shrui %[[B]], %{{.*}} : i8
+// CHECK: %[[N:.*]] = arith.andi %[[SH]], %c15_i8 : i8
+// CHECK: %[[F:.*]] = arith.uitofp %[[N]] : i8 to f32
+// CHECK: %[[Q:.*]] = arith.subf %[[F]], %{{.*}} : f32
+// CHECK: %[[S:.*]] = tensor.extract %[[KS]][%[[BID]], %{{.*}}, %[[C]]]
+// CHECK: arith.mulf %[[Q]], %[[S]] : f32
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[V4]]
+// CHECK: tensor.extract %[[VS]][%{{.*}}, %{{.*}}, %c0{{.*}}]
+func.func @int4(%q: tensor<2x8x64xf32>, %k: tensor<?x8x32xi8>, %v: tensor<?x8x32xi8>, %ip: tensor<3xi32>, %ix: tensor<?xi32>, %ll: tensor<2xi32>, %s: f32, %ks: tensor<?x1x64xf32>, %vs: tensor<?x8x1xf32>) -> (tensor<2x8x64xf32>, tensor<2x8xf32>) {
+  %o, %lse = vortex.attend %q, %k, %v, %ip, %ix, %ll, %s scales(%ks, %vs) {group_size = 8 : i64}
+      : (tensor<2x8x64xf32>, tensor<?x8x32xi8>, tensor<?x8x32xi8>, tensor<3xi32>, tensor<?xi32>, tensor<2xi32>, f32, tensor<?x1x64xf32>, tensor<?x8x1xf32>) -> (tensor<2x8x64xf32>, tensor<2x8xf32>)
+  return %o, %lse : tensor<2x8x64xf32>, tensor<2x8xf32>
+}

@@ -7,8 +7,8 @@
 // their scales the last two arguments of both steps; each read of k or v
 // unpacks its nibble where it loads ((byte >> 4 * (j % 2)) & 15), subtracts
 // the bias 7 and multiplies by the per-channel K scale or the per-token V
-// scale. No dequantized copy of the pool is left; the flow has no attend
-// step.
+// scale. No dequantized copy of the pool is left; the attend step takes
+// the bytes and the scales too.
 
 !kv = !vortex.vtensor<?x16x80xf32, #vortex.format<paged>>
 !q  = !vortex.vtensor<?x5x80xf32, #vortex.format<batched>>
@@ -37,14 +37,14 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %kc: !c, %vm: !c) {
   vortex.topk %s into %o : !s into !o
 }
 
-// The manifest: k and v bytes, the scales last in both steps, no attend.
+// The manifest: k and v bytes, the scales last in every step.
 // CHECK: k = #vortex.tensor<role = cache, dtype = i8, shape = ["num_blocks", 16, 40]>
 // CHECK-SAME: k_int4_scale = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 1, 80]>
 // CHECK-SAME: v = #vortex.tensor<role = cache, dtype = i8, shape = ["num_blocks", 16, 40]>
 // CHECK-SAME: v_int4_scale = #vortex.tensor<role = cache, dtype = f32, shape = ["num_blocks", 16, 1]>
-// CHECK-SAME: steps = {cache = #vortex.step<args = ["k", "v", "kc", "vm", "block_ids", "k_int4_scale", "v_int4_scale"]
+// CHECK-SAME: steps = {attend = #vortex.step<args = ["q", "k", "v", "kv_indptr", "kv_indices", "kv_last_len", "o", "lse", "sm_scale", "k_int4_scale", "v_int4_scale"]
+// CHECK-SAME: cache = #vortex.step<args = ["k", "v", "kc", "vm", "block_ids", "k_int4_scale", "v_int4_scale"]
 // CHECK-SAME: indexer = #vortex.step<args = ["q", "k", "v", "kc", "vm", "dense_kv_indptr", "dense_kv_indices", "sparse_kv_indptr", "sparse_kv_indices", "k_int4_scale", "v_int4_scale"]
-// CHECK-NOT: attend
 
 // CHECK-LABEL: func.func @int4_centroids_indexer(
 // CHECK-SAME: memref<?x16x40xi8> {vortex.name = "k"}, %{{.*}}: memref<?x16x40xi8> {vortex.name = "v"}
@@ -84,11 +84,16 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %kc: !c, %vm: !c) {
 // CHECK: %[[VQ:.*]] = arith.subf %{{.*}}, %[[SEVEN]] : f32
 // CHECK: %[[VSC:.*]] = tensor.extract %[[VST]][%[[VB]], %[[VI]], %c0] : tensor<?x16x1xf32>
 // CHECK: arith.mulf %[[VQ]], %[[VSC]] : f32
-// CHECK-NOT: func.func @int4_centroids_attend
+// The attend step: the bytes and the scales, unpacked by its gathers
+// (attend.mlir has the op's lowering).
+// CHECK-LABEL: func.func @int4_centroids_attend(
+// CHECK-SAME: memref<?x16x40xi8> {vortex.name = "k"}, %{{.*}}: memref<?x16x40xi8> {vortex.name = "v"}
+// CHECK-SAME: memref<?x1x80xf32> {vortex.name = "k_int4_scale"}, %{{.*}}: memref<?x16x1xf32> {vortex.name = "v_int4_scale"})
+// CHECK-COUNT-2: arith.shrui
 
-// The whole CPU stage lowers it: two unpacking loads, no attend step.
-// STAGE-NOT: attend
+// The whole CPU stage lowers it: two unpacking loads a step.
 // STAGE: func.func @int4_centroids_indexer
 // STAGE: func.func @int4_centroids_cache
 // STAGE-COUNT-2: arith.shrui
-// STAGE-NOT: attend
+// STAGE: func.func @int4_centroids_attend
+// STAGE-COUNT-2: arith.shrui

@@ -19,8 +19,12 @@
 #   reference's up to ties; eager mode (which dequantizes with the same
 #   formula) agrees with the reference to the same tolerance and selects
 #   the same blocks up to ties;
+# * attend (a CSR of whole blocks and a partial last one) and decode over
+#   the int4 pool: o and lse equal float64 attention over the dequantized
+#   pool to rtol = atol = 1e-5, decode's selection the reference's up to
+#   ties, eager decode the same;
 # * bad arguments raise a ValueError naming the argument and write nothing;
-#   attend and decode raise NotImplementedError saying why.
+#   the engine adapters refuse an int4 flow with NotImplementedError.
 
 import numpy as np
 import torch
@@ -29,6 +33,7 @@ import vortex
 from vortex import api, flows, int4, testing
 from vortex.semantics import eager
 from vortex.semantics import reference as ref
+from vortex.semantics import reference_attention as ref_attn
 
 tally = testing.Tally()
 rng = np.random.default_rng(4)
@@ -130,10 +135,9 @@ for name in ("gqa_quest_sparse_attention", "block_sparse_attention"):
                    m.tensors["v_int4_scale"].shape] == ["num_blocks", bs, 1]
               and all(list(m.steps[st].args[-2:]) == ["k_int4_scale",
                                                       "v_int4_scale"]
-                      for st in ("cache", "indexer"))
-              and "attend" not in m.steps,
+                      for st in ("cache", "indexer", "attend")),
               f"{tag}: manifest (k u8 [num_blocks, {bs}, {d // 2}], scales "
-              "last, no attend step)")
+              "last in every step)")
         names = [n for n, _, _ in m.fields]
         cfg = ref.Config.from_dict(flow.config)
         flow_ref = ref.FLOWS[flow.name]
@@ -211,22 +215,49 @@ for name in ("gqa_quest_sparse_attention", "block_sparse_attention"):
                       f"{tag}: cache[{arg!r}] {what}: ValueError naming it, "
                       "nothing written", err)
 
-        for step in ("attend", "decode"):
-            lens = torch.ones(len(LENGTHS), dtype=torch.int32)
-            try:
-                if step == "attend":
-                    flow.attend(torch.from_numpy(q), cache,
-                                torch.from_numpy(indptr),
-                                torch.from_numpy(ids), lens)
-                else:
-                    flow.decode(torch.from_numpy(q), cache,
-                                torch.from_numpy(indptr),
-                                torch.from_numpy(ids), lens)
-                tally(False, f"{tag}: {step} is refused")
-            except NotImplementedError as err:
-                tally("int4" in str(err) and "attend" in str(err),
-                      f"{tag}: {step} raises NotImplementedError saying why",
-                      err)
+        # attend over a CSR of whole and partial blocks, and decode: against
+        # float64 attention over the dequantized pool.
+        last = torch.from_numpy(r.integers(1, bs + 1, len(LENGTHS))
+                                .astype(np.int32))
+        qt = torch.from_numpy(q)
+        o, lse = flow.attend(qt, cache, torch.from_numpy(indptr),
+                             torch.from_numpy(ids), last)
+        wo, wl = ref_attn.attend(q, want["k"], want["v"], indptr, ids,
+                                 last.numpy(), g)
+        tally(np.allclose(o.numpy(), wo, rtol=1e-5, atol=1e-5)
+              and np.allclose(lse.numpy(), wl, rtol=1e-5, atol=1e-5),
+              f"{tag}: attend = float64 attention over the dequantized pool "
+              "(rtol = atol = 1e-5)",
+              f"max |o - ref| {np.abs(o.numpy() - wo).max():.3g}")
+        o, lse, dsp, dsi = flow.decode(qt, cache, torch.from_numpy(indptr),
+                                       torch.from_numpy(ids), last)
+        wo, wl = ref_attn.attend(q, want["k"], want["v"], dsp.numpy(),
+                                 dsi.numpy(), last.numpy(), g)
+        probs = ref.compare_selection(dsp.numpy(), dsi.numpy(), w, indptr,
+                                      ids, cfg)
+        tally(not probs and np.allclose(o.numpy(), wo, rtol=1e-5, atol=1e-5)
+              and np.allclose(lse.numpy(), wl, rtol=1e-5, atol=1e-5),
+              f"{tag}: decode = the reference's selection, then float64 "
+              "attention over it (rtol = atol = 1e-5)", "; ".join(probs[:4]))
+        eo, _, _, _, _ = eager.decode(
+            eflow, qt, eager_cache, torch.from_numpy(indptr),
+            torch.from_numpy(ids), last, flow.config)
+        tally(np.allclose(eo.numpy(), wo, rtol=1e-5, atol=1e-5),
+              f"{tag}: eager decode = the same float64 attention")
+
+# The engine adapters page float per-head k/v: an int4 flow is refused by
+# name, before anything is allocated.
+from vortex.integrations import sglang as sglang_adapter  # noqa: E402
+from vortex.integrations import transformers as hf_adapter  # noqa: E402
+for what, make in (("paged|vortex", lambda: hf_adapter.PagedVortex(flow)),
+                   ("SGLang pool", lambda: sglang_adapter.VortexSGLangPool(
+                       flow, size=64, head_num=1, layer_num=1))):
+    try:
+        make()
+        tally(False, f"{what} refuses an int4 flow")
+    except NotImplementedError as err:
+        tally("int4" in str(err) and flow.name in str(err),
+              f"{what} refuses an int4 flow, naming it and why", err)
 
 # FlowConfig: int4 is a kv_dtype with an even head_dim, not MLA.
 for knobs, what in (({"kv_dtype": "int4", "head_dim": 81}, "head_dim"),

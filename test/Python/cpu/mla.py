@@ -10,7 +10,8 @@
 # the selected tokens (the last entry holding kv_last_len of them),
 # o = sum_t softmax_t kv_c_t, lse = log sum_t exp(logit_t). Tolerances:
 # centroids rtol = atol = 1e-5, o and lse atol = 1e-4 (float32 sums of
-# 576 products). Also: a cache with both 'latent' and 'k' is refused.
+# 576 products). Also: a cache with both 'latent' and 'k' is refused, and
+# so is the flow by the engine adapters (NotImplementedError naming it).
 
 import numpy as np
 import torch
@@ -111,4 +112,18 @@ tally(tuple(eo.shape) == (len(lengths), G, R) and
       np.abs(eo.numpy() - wo).max() < 1e-4 and
       np.abs(el.numpy() - wl).max() < 1e-4,
       "eager decode == float64 MLA attention (1e-4)")
+
+# The engine adapters page per-head k and v: an MLA flow is refused by
+# name, before anything is allocated.
+from vortex.integrations import sglang as sglang_adapter  # noqa: E402
+from vortex.integrations import transformers as hf_adapter  # noqa: E402
+for what, make in (("paged|vortex", lambda: hf_adapter.PagedVortex(flow)),
+                   ("SGLang pool", lambda: sglang_adapter.VortexSGLangPool(
+                       flow, size=64, head_num=1, layer_num=1))):
+    try:
+        make()
+        tally(False, f"{what} refuses an MLA flow")
+    except NotImplementedError as err:
+        tally("MLA" in str(err) and flow.name in str(err),
+              f"{what} refuses an MLA flow, naming it and why", err)
 tally.exit()

@@ -12,7 +12,13 @@
 # with two calls (a batched one on q, then the z-score) and the score
 # crossing both cuts: eager against float64 (same tolerances), and three
 # compiled stages whose selection equals eager mode's exactly and the
-# float64 top-k as sets per row. A GPU build has two cuda stages (run on a
+# float64 top-k as sets per row. The staged flow's decode (its selection,
+# then attention) and attend equal float64 attention over the selection
+# (rtol = atol = 1e-5) and eager decode; a bad kv_last_len is refused
+# before anything runs. A per-layer Parameter beside the op: per layer,
+# the staged selection equals eager mode's exactly (three layers, three
+# selections); no layer= or no bound value is a ValueError. A GPU build
+# has two cuda stages (run on a
 # GPU by bench/custom_gpu_check.py). Bad registrations, bad shape rules,
 # bad results and unknown ops are errors naming the argument, or the flow,
 # op and line.
@@ -26,14 +32,15 @@ import torch
 
 import vortex
 from vortex import testing
-from vortex.abs import FORMAT
+from vortex.abs import FORMAT, Parameter
 from vortex.cache import Mean as CMean
 from vortex.compiler import sweep
 from vortex.flow import vFlow
 from vortex.frontend.errors import (FlowTraceError,
                                     UnsupportedOpError)
 from vortex.semantics import eager
-from vortex.indexer import Add, GeMM, Mean, topK
+from vortex.semantics import reference_attention as ref_attn
+from vortex.indexer import Add, GeMM, Mean, Multiply, topK
 
 tally = testing.Tally()
 
@@ -206,6 +213,38 @@ tally(torch.equal(np_, sp.to(np_.dtype)) and
 tally(torch.equal(np_, cp) and torch.equal(ni, ci[:int(cp[-1])]),
       "compiled around the op == the compiled flow without it (the same "
       "order per row)")
+# decode: the staged indexer, then attention over its selection; against
+# float64 attention (reference_attention) over the selection it returns,
+# rtol = atol = 1e-5, and eager decode's selection exactly.
+last = torch.tensor([1, 3, B, 7, 2], dtype=torch.int32)
+do, dl, dp, di = staged.decode(q, c2, indptr, indices, last)
+wo, wl = ref_attn.attend(q64, k64, cache["v"].double().numpy(), dp.numpy(),
+                         di.numpy(), last.numpy(), G)
+tally(torch.equal(dp, np_) and torch.equal(di, ni)
+      and np.allclose(do.numpy(), wo, rtol=1e-5, atol=1e-5)
+      and np.allclose(dl.numpy(), wl, rtol=1e-5, atol=1e-5),
+      "compiled around the op: decode = its selection, then float64 "
+      "attention over it (rtol = atol = 1e-5)",
+      np.abs(do.numpy() - wo).max())
+eo, _, _, ep, ei = eager.decode(Normalised(), q, cache, indptr, indices, last,
+                                conf)
+tally(torch.equal(ep.to(dp.dtype), dp) and
+      torch.equal(ei[:int(ep[-1])].to(di.dtype), di) and
+      np.allclose(eo.numpy(), wo, rtol=1e-5, atol=1e-5),
+      "compiled around the op: decode == eager decode")
+ao, al = staged.attend(q, c2, indptr, indices, last)
+wo, wl = ref_attn.attend(q64, k64, cache["v"].double().numpy(), ip,
+                         indices.numpy(), last.numpy(), G)
+tally(np.allclose(ao.numpy(), wo, rtol=1e-5, atol=1e-5)
+      and np.allclose(al.numpy(), wl, rtol=1e-5, atol=1e-5),
+      "compiled around the op: attend over the dense CSR = float64")
+try:
+    staged.decode(q, c2, indptr, indices,
+                  torch.tensor([1, 1, B + 1, 1, 1], dtype=torch.int32))
+    tally(False, "decode refuses kv_last_len past block_size")
+except ValueError as err:
+    tally("kv_last_len" in str(err), "decode refuses kv_last_len past "
+          "block_size: a ValueError naming it, before anything runs", err)
 # The GPU build (PTX, no ptxas: bench/custom_gpu_check.py runs it on a GPU).
 gpu_path = vortex.compile(Normalised, vortex.FlowConfig(**conf),
                           target="sm_90", options=["--no-cubin"])
@@ -215,10 +254,64 @@ backends = [json.load(open(os.path.join(os.path.dirname(gpu_path), p)))
 tally(backends == ["cuda", "cuda"] and
       [c["name"] for c in gpu["calls"]] == ["RowZScore"],
       "a GPU build: two cuda stages around RowZScore", gpu)
+# -- a per-layer Parameter beside the op ------------------------------------
+class Scaled(Base):
+    """The mean query times a per-layer weight u (3 rows behind the lookup
+    [2, 0, 1]), scored, then z-scored by the custom op."""
+
+    def __init__(self):
+        super().__init__()
+        self.u = Parameter(torch.randn(3, 1, D, generator=torch.Generator()
+                                       .manual_seed(5)), [2, 0, 1])
+        self.mul = Multiply()
+        self.norm = RowZScore(eps=1e-6)
+
+    def forward_indexer(self, q, o, cache, ctx):
+        v = self.mul(self.mean(q, ctx=ctx), self.u, ctx=ctx)
+        score = self.gemm(v, cache["centroids"], ctx=ctx)
+        self.out(self.norm(score, ctx=ctx), o, ctx=ctx)
+
+
+scaled = Scaled()
+sflow = vortex.load(vortex.compile(Scaled, vortex.FlowConfig(**conf),
+                                   target="cpu"), params={"u": scaled.u})
+picks = []
+for layer in range(3):
+    lp, lx = sflow.indexer(q, dict(cache), indptr, indices, layer=layer)
+    _, ep, ex = eager.indexer(scaled, q, dict(cache), indptr, indices, conf,
+                              layer=layer)
+    picks.append(lx.tolist())
+    tally(torch.equal(lp, ep.to(lp.dtype)) and
+          torch.equal(lx, ex[:int(ep[-1])].to(lx.dtype)),
+          f"a per-layer Parameter beside a custom op: layer {layer}'s "
+          "selection == eager mode's, exactly")
+tally(len({tuple(x) for x in picks}) == 3,
+      "the layers' weights give three different selections", picks)
+for what, call in (
+        ("a call without layer=", lambda: sflow.indexer(q, dict(cache),
+                                                        indptr, indices)),
+        ("an unbound parameter", lambda: vortex.load(
+            sflow.path).indexer(q, dict(cache), indptr, indices))):
+    try:
+        call()
+        tally(False, f"staged flow refuses {what}")
+    except ValueError as err:
+        tally("layer" in str(err) or "params" in str(err),
+              f"staged flow refuses {what}: a ValueError naming it", err)
+
 outcome = sweep.sweep(Normalised, [("base", vortex.FlowConfig(**conf))])[0]
-tally(outcome.status == "refused" and "RowZScore" in outcome.detail,
-      "verify sweep: the custom op is `refused` at its line, not FAILS "
-      "(the sweep lowers the unsplit flow on both back ends)", outcome)
+tally(outcome.status == "ok",
+      "verify sweep: a flow with a custom op is split into its stages, "
+      "which both back ends lower (ok)", outcome)
+outcomes = sweep.sweep(TwoCalls, [
+    ("base", vortex.FlowConfig(**conf)),
+    ("d80", vortex.FlowConfig(**dict(conf, head_dim=80)))])
+tally(outcomes[0].status == "refused" and "stage_out" in outcomes[0].detail,
+      "verify sweep: QScale of q itself (an export no GPU kernel computes) "
+      "is `refused` with the GPU back end's diagnostic", outcomes[0])
+tally(outcomes[1].status == "refused" and "power" in outcomes[1].detail,
+      "verify sweep: a cut the split refuses (inner sizes not powers of "
+      "two at head dim 80) is `refused` with its diagnostic", outcomes[1])
 
 
 # -- errors ----------------------------------------------------------------
