@@ -140,7 +140,8 @@ class Attend:
             kind = k["grid"]["kind"]
             if kind == "rows" and splits == 1:
                 continue  # the combine: nothing to merge
-            grid = (rows, splits if kind == "row_splits" else 1, 1)
+            grid = (rows, splits if kind == "row_splits" else 1,
+                    int(k["grid"].get("z", 1)))
             if rows:
                 out.append((f, grid, k["block"][0], vals))
         return out

@@ -344,7 +344,7 @@ static LaunchAttr launchAttr(Builder &b, const KernelRecord &k) {
       grid == GridKind::Items ? k.perCTA : 0, k.threads, k.sharedBytes,
       b.getArrayAttr(params), strArray(b, k.reads), strArray(b, k.writes),
       /*pdl=*/BoolAttr(),
-      k.choice.empty() ? StringAttr() : b.getStringAttr(k.choice));
+      k.choice.empty() ? StringAttr() : b.getStringAttr(k.choice), k.gridZ);
 }
 
 ManifestAttr FlowABI::toManifest(Builder &b, StringRef backend) const {

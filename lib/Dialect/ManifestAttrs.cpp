@@ -47,7 +47,7 @@ LogicalResult LaunchAttr::verify(EmitFn emitError, StringAttr kernel,
                                  int64_t threads, int64_t sharedBytes,
                                  ArrayAttr params, ArrayAttr reads,
                                  ArrayAttr writes, BoolAttr pdl,
-                                 StringAttr choice) {
+                                 StringAttr choice, int64_t gridZ) {
   if (!kernel || kernel.getValue().empty())
     return emitError() << "a launch needs a kernel name";
   if (threads < 1 || sharedBytes < 0)
@@ -71,6 +71,9 @@ LogicalResult LaunchAttr::verify(EmitFn emitError, StringAttr kernel,
   if (choice && choice.getValue().empty())
     return emitError() << "launch of '" << kernel.getValue()
                        << "': an empty choice";
+  if (gridZ < 1 || gridZ > 65535)
+    return emitError() << "launch of '" << kernel.getValue()
+                       << "': grid_z must be in [1, 65535], got " << gridZ;
   return success();
 }
 
@@ -79,7 +82,7 @@ LaunchAttr LaunchAttr::withPdl() const {
                          getItemsOf(), getPerCta(), getThreads(),
                          getSharedBytes(), getParams(), getReads(),
                          getWrites(), BoolAttr::get(getContext(), true),
-                         getChoice());
+                         getChoice(), getGridZ());
 }
 
 LogicalResult StepAttr::verify(EmitFn emitError, ArrayAttr args,

@@ -119,6 +119,8 @@ launchJSON(LaunchAttr launch, Location loc, const std::string &path) {
     grid["of"] = toUTF8(launch.getItemsOf().getValue());
     grid["per_cta"] = launch.getPerCta();
   }
+  if (launch.getGridZ() > 1)
+    grid["z"] = launch.getGridZ();
   llvm::json::Array params;
   for (LaunchParamAttr param : launch.getParamList())
     params.push_back(paramJSON(param));

@@ -88,6 +88,11 @@ module attributes {x = #vortex.launch<kernel = "k", grid = rows, threads = 1, pa
 
 // -----
 
+// expected-error @+1 {{launch of 'k': grid_z must be in [1, 65535], got 0}}
+module attributes {x = #vortex.launch<kernel = "k", grid = row_splits, threads = 1, params = [], grid_z = 0>} {}
+
+// -----
+
 // expected-error @+1 {{a launch parameter needs a name}}
 module attributes {x = #vortex.launch_param<name = "", kind = buffer>} {}
 

@@ -187,6 +187,8 @@ struct KernelRecord {
   /// alternatives that compute the same thing; the runtime launches the
   /// first whose grid fits on the device in one wave, else the last.
   std::string choice;
+  /// The grid's fixed z extent (1: none).
+  int64_t gridZ = 1;
 };
 
 /// How float tensors are stored: in the flow's dtypes (GPU) or as f32 (the

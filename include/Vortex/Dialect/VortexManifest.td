@@ -87,7 +87,9 @@ def Vortex_LaunchAttr : Vortex_Attr<"Launch", "launch"> {
     its arguments in order, and the tensors it reads and writes (absent:
     anything). `pdl` marks a launch that may overlap the one before it
     (vortex-gpu-chain-launches); launches sharing a `choice` are
-    alternatives, of which the runtime launches exactly one.
+    alternatives, of which the runtime launches exactly one. `grid_z`
+    (default 1) is the grid's fixed z extent (the attend split kernel's
+    passes over a row's heads).
 
     ```mlir
     #vortex.launch<kernel = "quest_score", grid = rows, threads = 128,
@@ -107,7 +109,8 @@ def Vortex_LaunchAttr : Vortex_Attr<"Launch", "launch"> {
     OptionalParameter<"::mlir::ArrayAttr">:$reads,
     OptionalParameter<"::mlir::ArrayAttr">:$writes,
     OptionalParameter<"::mlir::BoolAttr">:$pdl,
-    OptionalParameter<"::mlir::StringAttr">:$choice);
+    OptionalParameter<"::mlir::StringAttr">:$choice,
+    DefaultValuedParameter<"int64_t", "1">:$grid_z);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -542,8 +542,6 @@ void emitPass(Gen &g, const AttendPlan &p, const SplitArgs &a,
   mergeGroupsAndStore(g, p.shape, a,
                       {smM, smL, smAcc, p.groups, hp, p.paddedDim}, h0, r,
                       split, tid, kThreads);
-  // The next pass reuses the shared buffers.
-  gpu::BarrierOp::create(g.b, g.loc);
 }
 
 void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
@@ -579,12 +577,11 @@ void emitSplitBody(Gen &g, gpu::GPUFuncOp func, const AttendPlan &p,
   PassState st{p,    a.k,    a.v,   a.indices, row.start, numBlocks,
                tBeg, tEnd,   col,   gi,        colLoad,   colOk,
                a.kScale, a.vScale, {}, {},     {},        {}};
-  g.forLoop(g.idx(0), g.idx(p.passes), {},
-            [&](Gen &x, Value pass, ValueRange) -> SmallVector<Value> {
-              Value h0 = x.mul(pass, x.idx(p.headsPerPass));
-              emitPass(x, p, a, row, st, h0, r, split, smM, smL, smAcc, tid);
-              return {};
-            });
+  // The passes over the row's heads are the grid's z (launch grid_z), so
+  // they run side by side, not one after another in a CTA.
+  Value pass = gpu::BlockIdOp::create(g.b, g.loc, gpu::Dimension::z);
+  emitPass(g, p, a, row, st, g.mul(pass, g.idx(p.headsPerPass)), r, split,
+           smM, smL, smAcc, tid);
 }
 
 /// Threads of a combine CTA: at G 8, D 128 one round of (head, 4 columns)
@@ -774,6 +771,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
   OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
   gpu::GPUFuncOp split =
       createKernel(ctx, b, loc, (name + "_split").str(), params, kThreads);
+  bool mma = false;
   {
     Gen g{b, loc};
     SplitArgs a;
@@ -787,7 +785,8 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
       a.vScale = split.getArgument(std::size(slots) + 1);
     }
     a.splits = g.maxI(g.toIndex(a.splits), g.idx(1));
-    if (ctx.options.attendMMA && attendMMAFits(shape))
+    mma = ctx.options.attendMMA && attendMMAFits(shape);
+    if (mma)
       emitSplitBodyMMA(g, split, shape, a, p.streaming);
     else
       emitSplitBody(g, split, p, a);
@@ -797,6 +796,7 @@ LogicalResult mlir::vortex::gpugen::emitAttendKernels(FlowContext &ctx,
                   {oName, lseName, po, pl});
   ctx.abi.kernels.back().step = Step::Attend;
   ctx.abi.kernels.back().grid = GridKind::RowSplits;
+  ctx.abi.kernels.back().gridZ = mma ? 1 : p.passes;
 
   SmallVector<Param> cparams = {{po, true, f32},
                                 {pl, true, f32},

@@ -98,6 +98,13 @@ class EagerContext(ContextBase):
     def run_op(self, op, args, kwargs):
         return execute(op, args, self, kwargs)
 
+    @property
+    def device(self) -> Optional[torch.device]:
+        """The step's device (its CSR's or block ids')."""
+        if self.L is not None:
+            return self.L.indptr.device
+        return None if self.block_ids is None else self.block_ids.device
+
     # -- formats -------------------------------------------------------------
     def ragged(self, v: EagerTensor) -> torch.Tensor:
         """The value per position (RAGGED), float32; PARAMETER stays [1, ...]
@@ -418,8 +425,11 @@ def execute(op, args: Tuple[Any, ...], ctx: Any, kwargs: Mapping[str, Any]):
         raise TypeError(f"{type(op).__name__}: eager execution needs the "
                         "context of vortex.semantics.eager.indexer / "
                         "cache_step")
-    # A flow's Parameter is its tensor (with its autograd history).
-    args = tuple(EagerTensor(a.value(ctx.layer), FORMAT.PARAMETER,
+    # A flow's Parameter is its tensor (with its autograd history), on the
+    # step's device (a copy there is differentiable too).
+    dev = ctx.device
+    args = tuple(EagerTensor(a.value(ctx.layer).to(dev) if dev is not None
+                             else a.value(ctx.layer), FORMAT.PARAMETER,
                              a.name or "")
                  if isinstance(a, Parameter) else a for a in args)
     m = op.mnemonic

@@ -11,7 +11,8 @@
 // a slice of 8 columns in each of 3 chunks of 256 (col, col + 256, col +
 // 512); the third chunk's slice past column 576 loads column 0 and is
 // selected away. Each K and V row is loaded as 3 vectors a token; 2 tokens
-// a group per iteration and 2 heads a pass (10 passes for 20 heads) keep
+// a group per iteration and 2 heads a pass (10 passes for 20 heads, the
+// grid's z: launch grid_z) keep
 // q, the accumulators and the in-flight rows in registers. The merge buffer
 // holds 4 groups x 2 heads x 768 padded columns.
 
@@ -46,8 +47,8 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: %[[C2:.*]] = arith.addi %[[COL]], %c512 : index
 // CHECK: %[[OK:.*]] = arith.cmpi slt, %[[C2]], %c576 : index
 // CHECK: arith.select %[[OK]], %[[C2]], %{{.*}} : index
-// 10 passes of 2 heads; q's three slices a head.
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c10
+// A pass of 2 heads (the grid's z picks which); q's three slices a head.
+// CHECK: gpu.block_id  z
 // CHECK-COUNT-6: vector.load %[[Q]][%{{.*}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // The first iteration's rows: 2 tokens x 3 slices of K, then of V.
 // CHECK-COUNT-6: vector.load %[[K]][%{{.*}}] {alignment = 16 : i64, nontemporal = true} : memref<?xbf16>, vector<8xbf16>
@@ -59,5 +60,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c) {
 // CHECK: arith.select %[[OK]], %{{.*}}, %{{.*}} : f32
 // CHECK-LABEL: gpu.func @mla_wide_attend_combine(
 
+// The 10 passes are the split kernel's grid z, side by side.
 // MANIFEST: "attend": {
+// MANIFEST: "grid": {
+// MANIFEST-NEXT: "kind": "row_splits",
+// MANIFEST-NEXT: "z": 10
 // MANIFEST: "kernel": "mla_wide_attend_split"
