@@ -3,8 +3,9 @@
 // rope_dim; vortex-pad pads the latent's 576 channels to 1024 (and G 20 to
 // 32) and vortex-mask-padding masks the padded lanes before the mean over
 // heads and the contraction; both back ends lower it, the GPU's with its
-// cache and indexer kernels and no attend step (D 576 is past the attend
-// kernels' 256, docs/gpu.md "Attention"); attend=on says so at the flow.
+// cache and indexer kernels and the attend kernels, which hold the 576
+// columns in chunks of 256 (docs/gpu.md "Attention"; attend-wide.mlir has
+// their body); attend=off leaves the step out.
 //
 // RUN: vortex-opt %examples/lserve_centroid_mla.mlir --vortex-set-config="group-size=16" | FileCheck %s --check-prefix=CONFIG
 // RUN: vortex-opt %examples/lserve_centroid_mla.mlir --vortex-fuse --vortex-pad --vortex-mask-padding | FileCheck %s --check-prefix=PAD
