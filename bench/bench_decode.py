@@ -196,7 +196,7 @@ class _AttendKernels:
                 else:
                     vals.append(ctypes.c_int32(rows))
             grid = (rows, splits if k["grid"]["kind"] == "row_splits" else 1,
-                    1)
+                    int(k["grid"].get("z", 1)))
             self.drv.launch(f, grid, int(k["block"][0]), vals)
 
 

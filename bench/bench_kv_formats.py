@@ -6,7 +6,8 @@ in one process on one GPU.
   # here (MLIR, ptxas): the flows for a chip
   python3 bench/bench_kv_formats.py --build .device-artifacts/kvfmt
   # on the GPU machine
-  python3 bench/bench_kv_formats.py --run .device-artifacts/kvfmt [--batch 1 8 64]
+  python3 bench/bench_kv_formats.py --run .device-artifacts/kvfmt \
+      [--batch 1 8 64]
 
 Flows: gqa_quest_sparse_attention (G 8, D 128, blocks of 16, top-k 64 +
 BOS 1 + EOS 2) with bf16 k/v and with int4 k/v (bf16 q), and the shipped

@@ -213,9 +213,9 @@ FlowABI FlowABI::get(FlowOp flow, Storage storage) {
   if (!firstSlotted.empty())
     abi.cacheArgs.push_back(kSlotOfPtr.str());
 
+  addAttendStep(abi, q, add);
   // Packed int4 k/v: bytes, two channels each, and their scales, last in
   // every step.
-  addAttendStep(abi, q, add);
   FlowConfigAttr c = flow.getConfig();
   if (c.isInt4KV()) {
     // Signless bytes (arith needs them); the manifest names them u8.

@@ -1,4 +1,4 @@
-"""Flows with custom ops, compiled around them (CPU).
+"""Flows with custom ops, compiled around them (CPU and GPU).
 
 `vortex.compile` of a flow whose indexer calls registered torch functions
 (`vortex.register_op`) splits the traced IR at each call
@@ -8,11 +8,12 @@ the stages' manifests and the calls between them. `vortex.load` of it
 gives a `StagedFlow`: `indexer` runs stage 0, call 0 on the values stage 0
 exported (`c0_in<j>`), stage 1 with the call's result (`c0_out`), ... ;
 the runtime allocates every value that crosses a cut (docs/python.md,
-"Custom ops"). `attend` is any stage's (it depends on the config only) and
-`decode` the staged indexer, then attend over its selection. The CPU back end is checked here
-(test/Python/eager/custom_ops.py); the GPU path (stage kernels from
-convert-vortex-to-gpu, launched with `CompiledFlowGPU.run_step`) is checked
-on the GPU machine by bench/custom_gpu_check.py.
+"Custom ops"). `attend` is any stage's (it depends on the config only)
+and `decode` the staged indexer, then attend over its selection. The CPU
+back end is checked in test/Python/eager/custom_ops.py; the GPU path
+(stage kernels from convert-vortex-to-gpu, launched with
+`CompiledFlowGPU.run_step`) on the GPU machine by
+bench/custom_gpu_check.py.
 """
 
 from __future__ import annotations
@@ -242,27 +243,67 @@ class StagedFlow:
                 torch.from_numpy(sparse[1][:end].copy()))
 
     # -- attention (docs/contract.md "Attention") ---------------------------
-    def attend(self, q, cache: Mapping[str, Any], kv_indptr, kv_indices,
-               kv_last_len, sm_scale: Optional[float] = None
-               ) -> Tuple[Any, Any]:
-        """Decode attention over a CSR, as `Flow.attend`: `(o, lse)` as torch
-        tensors on q's device. Every stage holds the flow's config, so any
-        stage's attend step is the flow's; the last one's runs."""
-        torch = import_torch()
+    def _scale(self, sm_scale: Optional[float]) -> float:
+        """The softmax scale (default 1/sqrt(D)); ValueError naming it."""
+        scale = default_scale(int(self.config["head_dim"])) \
+            if sm_scale is None else sm_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise ValueError(f"sm_scale: expected a float, got "
+                             f"{type(scale).__name__}")
+        return float(scale)
+
+    def _attend_inputs(self, q, cache, kv_indptr, kv_indices, kv_last_len,
+                       sm_scale, names=("kv_indptr", "kv_indices")):
+        """Checks an attend call's arguments before anything runs (q, the
+        scale, the CSR and kv_last_len, naming the argument) and returns
+        (the pools as the stages take them, the scale). An MLA flow's pool
+        may be named `latent`, as vortex_torch names it."""
         stage = self.stages[-1]
         if "attend" not in stage.manifest.steps:
             raise NotImplementedError(
                 f"flow @{self.name}: this {stage.manifest.backend} build has "
                 "no attend step (the GPU back end emits it only for the "
                 "shapes its kernels support, docs/gpu.md \"Attention\")")
-        scale = default_scale(int(self.config["head_dim"])) \
-            if sm_scale is None else sm_scale
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-            raise ValueError(f"sm_scale: expected a float, got "
-                             f"{type(scale).__name__}")
+        if getattr(q, "ndim", 0) != 3:
+            raise ValueError(f"q: expected a tensor [rows, T x G, D], got "
+                             f"{type(q).__name__}")
+        pools = dict(cache)
+        if stage.manifest.is_mla and "latent" in pools:
+            if "k" in pools or "v" in pools:
+                raise ValueError("cache: an MLA flow takes its pool as "
+                                 "'latent' or as 'k' and 'v', not both")
+            pools["k"] = pools["v"] = pools.pop("latent")
+        if "k" not in pools:
+            raise ValueError("cache: missing 'k' (the k pool)")
+        scale = self._scale(sm_scale)
+
+        def host(x):
+            return x.tolist() if hasattr(x, "tolist") else list(x)
+        check_attend_values(host(kv_indptr), host(kv_indices),
+                            host(kv_last_len), int(pools["k"].shape[0]),
+                            int(self.config["block_size"]), int(q.shape[0]),
+                            *names)
+        return pools, scale
+
+    def attend(self, q, cache: Mapping[str, Any], kv_indptr, kv_indices,
+               kv_last_len, sm_scale: Optional[float] = None
+               ) -> Tuple[Any, Any]:
+        """Decode attention over a CSR, as `Flow.attend`: `(o, lse)` as torch
+        tensors on q's device. Every stage holds the flow's config, so any
+        stage's attend step is the flow's; the last one's runs. Bad
+        arguments raise a ValueError naming them before anything runs."""
+        pools, scale = self._attend_inputs(q, cache, kv_indptr, kv_indices,
+                                           kv_last_len, sm_scale)
+        return self._attend(q, pools, kv_indptr, kv_indices, kv_last_len,
+                            scale)
+
+    def _attend(self, q, pools, kv_indptr, kv_indices, kv_last_len,
+                scale: float) -> Tuple[Any, Any]:
+        torch = import_torch()
+        stage = self.stages[-1]
         if not self.gpu:
             o, lse = stage.attend(np.asarray(q, dtype=np.float32),
-                                  self._numpy_cache(cache),
+                                  self._numpy_cache(pools),
                                   np.asarray(kv_indptr),
                                   np.asarray(kv_indices),
                                   np.asarray(kv_last_len), sm_scale=scale)
@@ -270,12 +311,12 @@ class StagedFlow:
         dev = q.device
         o = torch.empty_like(q)
         lse = torch.empty(q.shape[:2], dtype=torch.float32, device=dev)
-        args = dict(cache, q=q, kv_indptr=kv_indptr.to(dev, torch.int32),
-                    kv_indices=kv_indices.to(dev, torch.int32),
-                    kv_last_len=kv_last_len.to(dev, torch.int32), o=o,
-                    lse=lse, sm_scale=torch.tensor([float(scale)],
-                                                   dtype=torch.float32,
-                                                   device=dev))
+        idx = {n: torch.as_tensor(x).to(dev, torch.int32) for n, x in
+               (("kv_indptr", kv_indptr), ("kv_indices", kv_indices),
+                ("kv_last_len", kv_last_len))}
+        args = dict(pools, q=q, o=o, lse=lse, **idx,
+                    sm_scale=torch.tensor([scale], dtype=torch.float32,
+                                          device=dev))
         stage.run_step("attend", args)
         return o, lse
 
@@ -285,21 +326,18 @@ class StagedFlow:
                layer: Optional[int] = None):
         """The staged indexer, then attend over its selection, as
         `Flow.decode`: `(o, lse, sparse_kv_indptr, sparse_kv_indices)`.
-        The CSR and kv_last_len are checked before anything runs, and the
-        flow's `decode_refusal` (a selection that may drop the row's last
-        tokens) is honoured; an MLA flow's o has kv_lora_rank channels."""
+        Every argument is checked before anything runs, and the flow's
+        `decode_refusal` (a selection that may drop the row's last tokens)
+        is honoured; an MLA flow's o has kv_lora_rank channels."""
         m = self.stages[-1].manifest
         check_decode_manifest(m)
-        rows = int(q.shape[0]) if getattr(q, "ndim", 0) == 3 else 0
-        def host(x):
-            return x.tolist() if hasattr(x, "tolist") else list(x)
-        check_attend_values(host(dense_kv_indptr), host(dense_kv_indices),
-                            host(kv_last_len), int(cache["k"].shape[0]),
-                            int(self.config["block_size"]), rows,
-                            "dense_kv_indptr", "dense_kv_indices")
-        sp, si = self.indexer(q, cache, dense_kv_indptr, dense_kv_indices,
+        pools, scale = self._attend_inputs(
+            q, cache, dense_kv_indptr, dense_kv_indices, kv_last_len,
+            sm_scale, ("dense_kv_indptr", "dense_kv_indices"))
+        self._params(layer)             # a missing layer= refused now
+        sp, si = self.indexer(q, pools, dense_kv_indptr, dense_kv_indices,
                               layer=layer)
-        o, lse = self.attend(q, cache, sp, si, kv_last_len, sm_scale)
+        o, lse = self._attend(q, pools, sp, si, kv_last_len, scale)
         if m.is_mla:    # the values: the latent's kv_c channels
             o = o[..., :m.kv_lora_rank]
         return o, lse, sp, si

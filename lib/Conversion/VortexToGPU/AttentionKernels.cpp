@@ -74,6 +74,9 @@ struct AttendPlan {
     passes = llvm::divideCeil(heads, kMaxHeadsPerPass / chunks);
     headsPerPass = llvm::divideCeil(heads, passes);
     paddedDim = lanes * kLaneElems * chunks;
+    // An int4 row's lane loads one chunk (checkAttendShape: D <= 256).
+    assert((!s.kvType.isInteger(4) || chunks == 1) &&
+           "a packed int4 row takes one chunk");
   }
   /// Elements of a row a lane holds: 8 a chunk.
   int64_t laneElems() const { return kLaneElems * chunks; }

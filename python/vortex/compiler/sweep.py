@@ -168,7 +168,9 @@ def sweep(flow: Any, points: Sequence[Tuple[str, FlowConfig]],
             proc = subprocess.run([opt, "-", "--vortex-split-custom-calls"],
                                   input=text, capture_output=True, text=True)
             if proc.returncode != 0:
-                return Outcome(label, "refused",
+                # A located refusal exits 1; a crash (a signal) is a bug.
+                return Outcome(label, "refused" if proc.returncode > 0
+                               else "FAILS",
                                (proc.stderr.strip() or "split failed")
                                .splitlines()[0])
             diags = _lower_stages(opt, proc.stdout)

@@ -238,13 +238,23 @@ wo, wl = ref_attn.attend(q64, k64, cache["v"].double().numpy(), ip,
 tally(np.allclose(ao.numpy(), wo, rtol=1e-5, atol=1e-5)
       and np.allclose(al.numpy(), wl, rtol=1e-5, atol=1e-5),
       "compiled around the op: attend over the dense CSR = float64")
-try:
-    staged.decode(q, c2, indptr, indices,
-                  torch.tensor([1, 1, B + 1, 1, 1], dtype=torch.int32))
-    tally(False, "decode refuses kv_last_len past block_size")
-except ValueError as err:
-    tally("kv_last_len" in str(err), "decode refuses kv_last_len past "
-          "block_size: a ValueError naming it, before anything runs", err)
+for what, word, call in (
+        ("decode: kv_last_len past block_size", "kv_last_len",
+         lambda: staged.decode(q, c2, indptr, indices, torch.tensor(
+             [1, 1, B + 1, 1, 1], dtype=torch.int32))),
+        ("decode: an sm_scale that is not a float", "sm_scale",
+         lambda: staged.decode(q, c2, indptr, indices, last,
+                               sm_scale="0.5")),
+        ("attend: a block id past the pool", "kv_indices",
+         lambda: staged.attend(q, c2, indptr, indices + nb, last)),
+        ("attend: q not a tensor", "q:",
+         lambda: staged.attend(None, c2, indptr, indices, last))):
+    try:
+        call()
+        tally(False, f"{what} is refused")
+    except ValueError as err:
+        tally(word in str(err), f"{what}: a ValueError naming it, before "
+              "anything runs", err)
 # The GPU build (PTX, no ptxas: bench/custom_gpu_check.py runs it on a GPU).
 gpu_path = vortex.compile(Normalised, vortex.FlowConfig(**conf),
                           target="sm_90", options=["--no-cubin"])
@@ -287,16 +297,16 @@ for layer in range(3):
           "selection == eager mode's, exactly")
 tally(len({tuple(x) for x in picks}) == 3,
       "the layers' weights give three different selections", picks)
-for what, call in (
-        ("a call without layer=", lambda: sflow.indexer(q, dict(cache),
-                                                        indptr, indices)),
-        ("an unbound parameter", lambda: vortex.load(
+for what, word, call in (
+        ("a call without layer=", "layer:", lambda: sflow.indexer(
+            q, dict(cache), indptr, indices)),
+        ("an unbound parameter", "params:", lambda: vortex.load(
             sflow.path).indexer(q, dict(cache), indptr, indices))):
     try:
         call()
         tally(False, f"staged flow refuses {what}")
     except ValueError as err:
-        tally("layer" in str(err) or "params" in str(err),
+        tally(str(err).startswith(word),
               f"staged flow refuses {what}: a ValueError naming it", err)
 
 outcome = sweep.sweep(Normalised, [("base", vortex.FlowConfig(**conf))])[0]
