@@ -20,9 +20,9 @@
 #   formula) agrees with the reference to the same tolerance and selects
 #   the same blocks up to ties;
 # * attend (a CSR of whole blocks and a partial last one) and decode over
-#   the int4 pool: o and lse equal float64 attention over the dequantized
-#   pool to rtol = atol = 1e-5, decode's selection the reference's up to
-#   ties, eager decode the same;
+#   the int4 pool, with NaN scales where no row looks: o and lse equal
+#   float64 attention over the dequantized pool to rtol = atol = 1e-5,
+#   decode's selection the reference's up to ties, eager decode the same;
 # * bad arguments raise a ValueError naming the argument and write nothing;
 #   the engine adapters refuse an int4 flow with NotImplementedError.
 
@@ -216,9 +216,16 @@ for name in ("gqa_quest_sparse_attention", "block_sparse_attention"):
                       "nothing written", err)
 
         # attend over a CSR of whole and partial blocks, and decode: against
-        # float64 attention over the dequantized pool.
+        # float64 attention over the dequantized pool. What no row sees is
+        # poisoned first: NaN scales in the spare blocks and in the v
+        # scales past each row's kv_last_len (selects keep them out).
         last = torch.from_numpy(r.integers(1, bs + 1, len(LENGTHS))
                                 .astype(np.int32))
+        for scale in ("k_int4_scale", "v_int4_scale"):
+            cache[scale][torch.from_numpy(spare).long()] = float("nan")
+        for row, n in enumerate(last.tolist()):
+            tail = int(ids[indptr[row + 1] - 1])
+            cache["v_int4_scale"][tail, n:] = float("nan")
         qt = torch.from_numpy(q)
         o, lse = flow.attend(qt, cache, torch.from_numpy(indptr),
                              torch.from_numpy(ids), last)
