@@ -25,7 +25,6 @@ against float64 attention over the dequantized pool (o to 1e-2 in bf16,
 nothing was checked.
 """
 
-import glob
 import os
 import sys
 
@@ -145,30 +144,15 @@ def check_attention(tally, what, o, lse, q, want, indptr, indices, last, g):
                               indptr.cpu().numpy(), indices.cpu().numpy(),
                               last, g)
     tol = 2e-5 if o.dtype == torch.float32 else 1e-2
-    o64, l64 = o.double().cpu().numpy(), lse.double().cpu().numpy()
-    none = np.isneginf(wl)
-    ok = (np.isfinite(o64).all() and np.allclose(o64, wo, rtol=tol, atol=tol)
-          and (np.isneginf(l64) == none).all()
-          and np.allclose(l64[~none], wl[~none], rtol=LSE_TOL, atol=LSE_TOL))
+    ok, detail = gpu_check_cli.attention_agrees(
+        o.double().cpu().numpy(), lse.double().cpu().numpy(), wo, wl, tol,
+        LSE_TOL)
     tally(ok, f"{what} = float64 attention over the dequantized pool",
-          f"max |o - ref| {np.abs(o64 - wo).max():.3g}")
+          detail)
 
 
 def run(out: str) -> int:
-    results = []
-
-    def tally(ok, what, detail=None):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what +
-              ("" if ok or not detail else f"\n    {detail}"), flush=True)
-
-    paths = sorted(glob.glob(os.path.join(out, "*", "*.manifest.json")))
-    for path in paths:
-        try:
-            check_flow(path, tally)
-        except Exception as err:  # noqa: BLE001
-            tally(False, f"{path}: {type(err).__name__}: {err}")
-    return gpu_check_cli.summary(sum(results), len(results) - sum(results))
+    return gpu_check_cli.run_manifests(out, check_flow)
 
 
 if __name__ == "__main__":

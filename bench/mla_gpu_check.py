@@ -23,7 +23,6 @@ mantissa), 1e-4 in f32 (sums of 576 products); lse to 1e-4 in f32 and
 passes, 1 otherwise, 2 when nothing was checked.
 """
 
-import glob
 import os
 import sys
 
@@ -107,36 +106,16 @@ def check_flow(path: str, tally) -> None:
     wo = wo[..., :rank]
     wide = q_dtype != torch.float32 or pool_dtype != torch.float32
     o_tol, l_tol = (1e-2, 2e-2) if wide else (1e-4, 1e-4)
-    o64, l64 = o.double().cpu().numpy(), lse.double().cpu().numpy()
-    none = np.isneginf(wl)
-    ok = (tuple(o.shape) == (len(BLOCKS), group, rank)
-          and np.isfinite(o64).all()
-          and np.allclose(o64, wo, rtol=o_tol, atol=o_tol)
-          and (np.isneginf(l64) == none).all()
-          and np.allclose(l64[~none], wl[~none], rtol=l_tol, atol=l_tol)
-          and (o64[none] == 0).all())
+    ok, detail = gpu_check_cli.attention_agrees(
+        o.double().cpu().numpy(), lse.double().cpu().numpy(), wo, wl,
+        o_tol, l_tol)
     tally(ok, f"{tag}: decode o ({rank} channels) and lse = float64 MLA "
           f"attention over its selection (o {o_tol:g}, lse {l_tol:g})",
-          f"max |o - ref| {np.abs(np.nan_to_num(o64) - wo).max():.3g}, "
-          f"max |lse - ref| "
-          f"{np.abs(np.nan_to_num(l64[~none]) - wl[~none]).max():.3g}")
+          detail)
 
 
 def run(out: str) -> int:
-    results = []
-
-    def tally(ok, what, detail=None):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what +
-              ("" if ok or not detail else f"\n    {detail}"), flush=True)
-
-    for path in sorted(glob.glob(os.path.join(out, "*",
-                                              "*.manifest.json"))):
-        try:
-            check_flow(path, tally)
-        except Exception as err:  # noqa: BLE001
-            tally(False, f"{path}: {type(err).__name__}: {err}")
-    return gpu_check_cli.summary(sum(results), len(results) - sum(results))
+    return gpu_check_cli.run_manifests(out, check_flow)
 
 
 if __name__ == "__main__":

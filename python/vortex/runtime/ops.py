@@ -457,8 +457,7 @@ class Flow:
         cache that is not a dict, a missing key, a tensor on a backend this
         flow has no build for) into a ValueError naming the argument."""
         if isinstance(err, (KeyError, TypeError, AttributeError)):
-            missing = [n for n in self.param_names
-                       if n not in self._params and n not in self._layered]
+            missing = self._binding.missing()
             if missing:
                 raise ValueError(f"params: {missing} not bound; pass "
                                  "params= to vortex.load or call "

@@ -32,6 +32,7 @@ class BoundParams:
         self._by_layer: Dict[Any, Dict[str, Any]] = {}
 
     def missing(self) -> list:
+        """The parameters not bound yet, in ABI order."""
         return [n for n in self.names
                 if n not in self.values and n not in self.layered]
 

@@ -26,6 +26,9 @@
 # * bad arguments raise a ValueError naming the argument and write nothing;
 #   the engine adapters refuse an int4 flow with NotImplementedError.
 
+import os
+import sys
+
 import numpy as np
 import torch
 
@@ -34,6 +37,9 @@ from vortex import api, flows, int4, testing
 from vortex.semantics import eager
 from vortex.semantics import reference as ref
 from vortex.semantics import reference_attention as ref_attn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from engine_refusal import check_engines_refuse  # noqa: E402
 
 tally = testing.Tally()
 rng = np.random.default_rng(4)
@@ -254,17 +260,7 @@ for name in ("gqa_quest_sparse_attention", "block_sparse_attention"):
 
 # The engine adapters page float per-head k/v: an int4 flow is refused by
 # name, before anything is allocated.
-from vortex.integrations import sglang as sglang_adapter  # noqa: E402
-from vortex.integrations import transformers as hf_adapter  # noqa: E402
-for what, make in (("paged|vortex", lambda: hf_adapter.PagedVortex(flow)),
-                   ("SGLang pool", lambda: sglang_adapter.VortexSGLangPool(
-                       flow, size=64, head_num=1, layer_num=1))):
-    try:
-        make()
-        tally(False, f"{what} refuses an int4 flow")
-    except NotImplementedError as err:
-        tally("int4" in str(err) and flow.name in str(err),
-              f"{what} refuses an int4 flow, naming it and why", err)
+check_engines_refuse(flow, "an int4 flow", "int4", tally)
 
 # FlowConfig: int4 is a kv_dtype with an even head_dim, not MLA.
 for knobs, what in (({"kv_dtype": "int4", "head_dim": 81}, "head_dim"),

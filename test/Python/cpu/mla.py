@@ -13,6 +13,9 @@
 # 576 products). Also: a cache with both 'latent' and 'k' is refused, and
 # so is the flow by the engine adapters (NotImplementedError naming it).
 
+import os
+import sys
+
 import numpy as np
 import torch
 
@@ -22,6 +25,9 @@ from vortex.flow import get
 from vortex.runtime.cpu import CompiledFlow
 from vortex.semantics import eager
 from vortex.semantics import reference as ref
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from engine_refusal import check_engines_refuse  # noqa: E402
 
 tally = testing.Tally()
 R, P, G, BS = 512, 64, 4, 16
@@ -115,15 +121,5 @@ tally(tuple(eo.shape) == (len(lengths), G, R) and
 
 # The engine adapters page per-head k and v: an MLA flow is refused by
 # name, before anything is allocated.
-from vortex.integrations import sglang as sglang_adapter  # noqa: E402
-from vortex.integrations import transformers as hf_adapter  # noqa: E402
-for what, make in (("paged|vortex", lambda: hf_adapter.PagedVortex(flow)),
-                   ("SGLang pool", lambda: sglang_adapter.VortexSGLangPool(
-                       flow, size=64, head_num=1, layer_num=1))):
-    try:
-        make()
-        tally(False, f"{what} refuses an MLA flow")
-    except NotImplementedError as err:
-        tally("MLA" in str(err) and flow.name in str(err),
-              f"{what} refuses an MLA flow, naming it and why", err)
+check_engines_refuse(flow, "an MLA flow", "MLA", tally)
 tally.exit()
