@@ -25,6 +25,13 @@ loops (the rolled contraction, docs/python.md "Learned ops"): --build
 prints its compile time (ptxas included), --run checks its descriptors
 against a float64 einsum (rtol 1e-4, atol 1e-4 of the largest) and its
 selection against the float64 one.
+
+`learned_mla` is the shipped learned_block_sparse_mla at GLM-4.7-Flash's
+shape (20 heads, latent 576, blocks of 32; f32, random weights for two
+layers behind the lookup [1, 0]): its GeMM weight W [576, 11520] is over
+the tile bound, so the streamed GeMM kernel reads it (docs/gpu.md). Per
+layer: the centroids against the float64 block means (rtol 1e-5) and the
+selection against float64 top-k of <W[l] q_flat, c_p>.
 Exit 0 when every check passes, 1 otherwise, 2 when nothing was checked.
 """
 
@@ -42,6 +49,8 @@ sys.path.insert(0, os.path.join(ROOT, "test", "Python", "Inputs"))
 import learned_model as lm  # noqa: E402
 
 import vortex  # noqa: E402
+from vortex.flows.learned_block_sparse_mla import (  # noqa: E402
+    LearnedBlockSparseMLA)
 from vortex.flows.learned_factorized_block_sparse_attention import (  # noqa: E402
     LearnedFactorizedBlockSparseAttention)
 from vortex.semantics import reference  # noqa: E402
@@ -49,6 +58,11 @@ from vortex.semantics import reference  # noqa: E402
 #: The shipped learned_factorized flow's size, in f32.
 FULL = vortex.FlowConfig(intermediate_dtype="f32", kv_dtype="f32")
 FH, FM, FR = 8, 2, 8
+#: learned_block_sparse_mla at GLM's shape, in f32.
+MLA = vortex.FlowConfig.mla(512, 64, group_size=20, block_size=32,
+                            page_size=32, intermediate_dtype="f32",
+                            kv_dtype="f32")
+MLA_LOOKUP = [1, 0]
 
 
 def flows():
@@ -86,6 +100,14 @@ def full_flow():
                   Wq[0].double().numpy())
 
 
+def mla_flow():
+    """learned_block_sparse_mla at GLM's shape, two layers, seeded."""
+    g = torch.Generator().manual_seed(7)
+    H, d = MLA.group_size, MLA.head_dim
+    W = torch.randn(2, d, H * d, generator=g) / (H * d) ** 0.5
+    return LearnedBlockSparseMLA(W, torch.tensor(MLA_LOOKUP), H, d), W
+
+
 def build(out, chip):
     for name, (flow, _, _) in flows().items():
         path = vortex.compile(flow, lm.CONFIG, target=chip, name=name,
@@ -96,7 +118,80 @@ def build(out, chip):
                           name="learned_factorized", out_dir=out)
     print(f"built learned_factorized: {path} "
           f"({time.perf_counter() - start:.1f} s)")
+    start = time.perf_counter()
+    path = vortex.compile(mla_flow()[0], MLA, target=chip,
+                          name="learned_mla", out_dir=out)
+    print(f"built learned_mla: {path} "
+          f"({time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def check_mla(out, dev, report):
+    """learned_block_sparse_mla per layer: centroids and selection against
+    float64."""
+    flow, W = mla_flow()
+    compiled = vortex.load(os.path.join(out, "learned_mla.manifest.json"),
+                           device=0 if dev.type == "cuda" else None,
+                           params=flow.parameters())
+    rng = np.random.default_rng(11)
+    D, bs, G = MLA.head_dim, MLA.block_size, MLA.group_size
+    lengths = (3, 40, 100, 257)
+    nb = sum(lengths) + 5
+    latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
+    q = rng.standard_normal((len(lengths), G, D)).astype(np.float32)
+    ids = rng.permutation(nb)[:sum(lengths)].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    # The pool as vortex_torch names it (allocate_cache gives 'k' and 'v').
+    cache = {n: t for n, t in compiled.allocate_cache(nb).items()
+             if n not in ("k", "v")}
+    cache["latent"] = torch.from_numpy(latent).to(dev)
+    tids = torch.from_numpy(ids).to(dev)
+    c = latent.astype(np.float64).mean(axis=1)                  # [nb, D]
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    rcfg = reference.Config.from_dict(dict(
+        block_size=bs, head_dim=D, group_size=G, topk_val=MLA.topk_val,
+        topk_ratio=MLA.topk_ratio, reserved_bos=MLA.reserved_bos,
+        reserved_eos=MLA.reserved_eos))
+    for layer, row in enumerate(MLA_LOOKUP):
+        compiled.cache_step(cache, tids, layer=layer)
+        sp, si = compiled.indexer(torch.from_numpy(q).to(dev), cache,
+                                  torch.from_numpy(indptr).to(dev), tids,
+                                  layer=layer)
+        got = cache["centroids"][tids.long(), 0].double().cpu().numpy()
+        report(np.allclose(got, c[ids], rtol=1e-5, atol=1e-5),
+               f"learned_mla on {dev.type}, layer {layer}: centroids == "
+               "float64 block means (rtol 1e-5)")
+        V = q.reshape(len(lengths), -1).astype(np.float64) @ \
+            W[row].double().numpy().T                             # [B, D]
+        score = np.einsum("sd,sd->s", V[rows], c[ids])
+        want_ip, want_ix = reference.topk_select(
+            score, reference.Csr(indptr, ids), rcfg)
+        sp, si = sp.cpu(), si.cpu()
+        report(sp.tolist() == list(want_ip) and
+               si[:int(sp[-1])].tolist() == list(want_ix),
+               f"learned_mla on {dev.type}, layer {layer}: selection == "
+               "float64 top-k of <W[l] q_flat, c_p>")
+    if dev.type == "cuda":
+        # Not a check: the step's time beside torch's matmul of the same
+        # weight (a peer for the streamed kernel alone), CUDA events, 20
+        # calls after 3 warm-ups.
+        args = (torch.from_numpy(q).to(dev), cache,
+                torch.from_numpy(indptr).to(dev), tids)
+        Wd = W[MLA_LOOKUP[0]].to(dev)
+        qf = args[0].reshape(len(lengths), -1)
+        for what, fn in (("indexer step", lambda: compiled.indexer(
+                *args, layer=0)), ("torch q_flat @ W^T", lambda: qf @ Wd.T)):
+            for _ in range(3):
+                fn()
+            start, end = (torch.cuda.Event(enable_timing=True)
+                          for _ in range(2))
+            start.record()
+            for _ in range(20):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            print(f"TIME: learned_mla {what}, {len(lengths)} rows: "
+                  f"{start.elapsed_time(end) / 20 * 1e3:.1f} us")
 
 
 def check_full(out, dev, report):
@@ -204,6 +299,7 @@ def run(out):
                    f"{name}: a layer outside the lookup refused, nothing "
                    "written", str(e))
     check_full(out, dev, report)
+    check_mla(out, dev, report)
     return gpu_check_cli.summary(passed, failed)
 
 

@@ -136,10 +136,10 @@ static ParseResult parseDeclList(OpAsmParser &parser, bool isParam,
                  << name << "' must have an [r, c] shape in [1, "
                  << kMaxInnerExtent << "], got [" << rows << ", " << cols
                  << "]";
-        if (isParam && !fitsTile(rows, cols))
+        if (isParam && !fitsStreamed(rows, cols))
           return parser.emitError(loc, "parameter '")
                  << name << "' [" << rows << ", " << cols
-                 << "] must have at most " << kMaxTileElements
+                 << "] must have at most " << kMaxStreamedElements
                  << " elements (padded to powers of two)";
         auto emitError = [&]() { return parser.emitError(loc); };
         FieldAttr decl = FieldAttr::getChecked(
@@ -327,6 +327,11 @@ static LogicalResult verifyDeclarations(FlowOp flow,
     if (!seen.insert(name).second)
       return flow.emitOpError("cache field '")
              << name << "' is declared twice";
+    if (!fitsTile(f.getRows(), f.getCols()))
+      return flow.emitOpError("cache field '")
+             << name << "' [" << f.getRows() << ", " << f.getCols()
+             << "] must have at most " << kMaxTileElements
+             << " elements (padded to powers of two)";
     fields.push_back(f);
   }
   // Parameters: names unique across k, v, the fields and the parameters.
@@ -512,6 +517,33 @@ static LogicalResult verifyMLAPool(FlowOp flow) {
   return success();
 }
 
+/// A parameter over the tile bound is streamed from memory by the one op
+/// that can: GeMM's standalone parameter path, reading it as `y`. Any other
+/// use would hold it in a tile (docs/contract.md, "Bounds").
+static LogicalResult verifyStreamedParams(FlowOp flow,
+                                          ArrayRef<FieldAttr> params) {
+  // The parameters are the last arguments of both bodies.
+  for (Block *block : {&flow.getCacheBody(), &flow.getIndexerBody()}) {
+    for (BlockArgument arg : block->getArguments().take_back(params.size())) {
+      auto t = cast<VTensorType>(arg.getType());
+      if (!t.isStreamedParameter())
+        continue;
+      for (OpOperand &use : arg.getUses()) {
+        auto gemm = dyn_cast<GeMMOp>(use.getOwner());
+        if (gemm && use.getOperandNumber() == 1)
+          continue;
+        return use.getOwner()->emitOpError("reads the parameter [")
+               << t.getD0() << ", " << t.getD1() << "] as operand "
+               << use.getOperandNumber()
+               << "; a parameter over the tile bound (" << kMaxTileElements
+               << " elements, padded) is streamed and may only be GeMM's "
+                  "weight y";
+      }
+    }
+  }
+  return success();
+}
+
 LogicalResult FlowOp::verifyRegions() {
   SmallVector<FieldAttr> fields, params;
   if (failed(verifyDeclarations(*this, fields, params)) ||
@@ -522,5 +554,6 @@ LogicalResult FlowOp::verifyRegions() {
     return failure();
   return failure(failed(verifySelection(*this)) ||
                  failed(verifyFieldUse(*this, fields)) ||
+                 failed(verifyStreamedParams(*this, params)) ||
                  failed(verifyMLAPool(*this)));
 }

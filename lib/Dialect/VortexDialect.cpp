@@ -193,10 +193,12 @@ LogicalResult FieldAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "' must have an [r, c] shape in [1, "
                        << kMaxInnerExtent << "], got [" << rows << ", " << cols
                        << "]";
-  if (!fitsTile(rows, cols))
-    return emitError() << "cache field '" << name.getValue() << "' [" << rows
+  // The declaration's bound is a parameter's; a cache field's tile bound is
+  // the flow's rule (verifyDeclarations), as a field is held in a tile.
+  if (!fitsStreamed(rows, cols))
+    return emitError() << "declaration '" << name.getValue() << "' [" << rows
                        << ", " << cols << "] must have at most "
-                       << kMaxTileElements
+                       << kMaxStreamedElements
                        << " elements (padded to powers of two)";
   return success();
 }
@@ -219,10 +221,16 @@ LogicalResult VTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "vtensor inner extent D" << (i - 1)
                          << " must be static and in [1, " << kMaxInnerExtent
                          << "]";
-  if (!fitsTile(shape[1], shape[2]))
+  // A parameter over the tile is streamed by the one op that may read it
+  // (FlowOp's verifier checks its uses), so its bound is larger.
+  bool param = format && format.getValue() == Format::Parameter;
+  if (param ? !fitsStreamed(shape[1], shape[2])
+            : !fitsTile(shape[1], shape[2]))
     return emitError() << "vtensor [D0, D1] = [" << shape[1] << ", "
-                       << shape[2] << "] must have at most " << kMaxTileElements
-                       << " elements (padded to powers of two)";
+                       << shape[2] << "] must have at most "
+                       << (param ? kMaxStreamedElements : kMaxTileElements)
+                       << " elements (padded to powers of two)"
+                       << (param ? " as a parameter" : "");
   if (!isValidVTensorElementType(elementType))
     return emitError() << "vtensor element type must be bf16, f16, f32, "
                           "f8E4M3FN, f8E5M2 or i32, got "
@@ -230,6 +238,10 @@ LogicalResult VTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!format)
     return emitError() << "vtensor needs a format";
   return success();
+}
+
+bool VTensorType::isStreamedParameter() const {
+  return isParameter() && !fitsTile(getD0(), getD1());
 }
 
 SmallVector<int64_t, 3> VTensorType::getPaddedShape() const {

@@ -1322,3 +1322,87 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
   %s = vortex.exp %k : !p -> !r
   vortex.topk %s into %o : !r into !o
 }
+
+// -----
+
+// A parameter over the tile bound is streamed: only GeMM's weight y may
+// read it (the indexer side).
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+!w = !vortex.vtensor<1x4x65536xbf16, #vortex.format<parameter>>
+!r4 = !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>>
+
+vortex.flow @f config = #cfg fields() params(w = [4, 65536])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.max' op reads the parameter [4, 65536] as operand 0; a parameter over the tile bound (131072 elements, padded) is streamed and may only be GeMM's weight y}}
+  %m = vortex.max %w {dim = 2 : i64} : !w -> !r4
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// The same on the cache side.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+!w = !vortex.vtensor<1x4x65536xbf16, #vortex.format<parameter>>
+!r4 = !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>>
+
+vortex.flow @f config = #cfg fields() params(w = [4, 65536])
+cache(%k: !p, %v: !p, %w: !w) {
+  // expected-error @+1 {{'vortex.max' op reads the parameter [4, 65536] as operand 0; a parameter over the tile bound}}
+  %m = vortex.max %w {dim = 2 : i64} : !w -> !r4
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A declared parameter is bounded by 2^24 elements (padded).
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+!w = !vortex.vtensor<1x1x1xbf16, #vortex.format<parameter>>
+
+// expected-error @+1 {{parameter 'w' [65536, 65536] must have at most 16777216 elements (padded to powers of two)}}
+vortex.flow @f config = #cfg fields() params(w = [65536, 65536])
+cache(%k: !p, %v: !p, %w: !w) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %w: !w) {
+  %s = vortex.exp %k : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}
+
+// -----
+
+// A cache field is held in a tile: its bound is the tile's.
+
+!p = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!r = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!b = !vortex.vtensor<?x1x1xbf16, #vortex.format<batched>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+
+// expected-error @+1 {{'vortex.flow' op cache field 'c' [512, 512] must have at most 131072 elements (padded to powers of two)}}
+vortex.flow @f config = #cfg fields(c = [512, 512])
+cache(%k: !p, %v: !p, %c: !p) {
+}
+indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
+  %s = vortex.load %c : !p -> !r
+  vortex.topk %s into %o : !r into !o
+}

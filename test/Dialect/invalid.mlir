@@ -995,5 +995,17 @@ func.func @tile_vtensor(%a: !vortex.vtensor<?x300x512xbf16, #vortex.format<ragge
 
 // -----
 
-// expected-error @+1 {{cache field 'c' [512, 512] must have at most 131072 elements (padded to powers of two)}}
-func.func @tile_field() attributes {f = #vortex.field<"c", 512, 512>}
+// A declaration's bound is a parameter's (2^24 elements padded); a cache
+// field's tile bound is the flow's (invalid-flow.mlir).
+// expected-error @+1 {{declaration 'c' [8192, 4096] must have at most 16777216 elements (padded to powers of two)}}
+func.func @tile_field() attributes {f = #vortex.field<"c", 8192, 4096>}
+
+// -----
+
+// A parameter may exceed the tile (it is streamed), up to 2^24 elements.
+func.func private @streamed_param(%a: !vortex.vtensor<1x4x65536xbf16, #vortex.format<parameter>>)
+
+// -----
+
+// expected-error @+1 {{vtensor [D0, D1] = [8192, 4096] must have at most 16777216 elements (padded to powers of two) as a parameter}}
+func.func @param_too_big(%a: !vortex.vtensor<1x8192x4096xbf16, #vortex.format<parameter>>)

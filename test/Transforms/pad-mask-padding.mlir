@@ -243,3 +243,47 @@ indexer(%q: !q32, %o: !o, %k: !kv32, %v: !kv32, %centroids: !c) {
 // MASK: vortex.mask_lanes %{{.*}} {value = 0.000000e+00 : f32} : <?x5x80xf32, #vortex.format<batched>, padded = [8, 128]> -> <?x5x80xf32, #vortex.format<batched>, padded = [8, 128]>
 // MASK: vortex.mean
 // LIN-LABEL: func.func @mixed_dtypes_indexer
+
+// -----
+
+// A streamed parameter (over the tile bound, [96, 2304] -> [128, 4096]
+// padded) is padded like any value, but neither operand of its GeMM is
+// masked: both back ends contract over the real extent only (on the CPU
+// the linalg.generic reads slices of x and the weight of 2304 columns).
+
+!kv = !vortex.vtensor<?x16x96xbf16, #vortex.format<paged>>
+!c = !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>>
+!cr = !vortex.vtensor<?x1x96xbf16, #vortex.format<ragged>>
+!q = !vortex.vtensor<?x24x96xbf16, #vortex.format<batched>>
+!qf = !vortex.vtensor<?x1x2304xbf16, #vortex.format<batched>>
+!w = !vortex.vtensor<1x96x2304xbf16, #vortex.format<parameter>>
+!vt = !vortex.vtensor<?x96x1xbf16, #vortex.format<batched>>
+!vq = !vortex.vtensor<?x1x96xbf16, #vortex.format<batched>>
+!s = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+vortex.flow @streamed
+    config = #vortex.config<block_size = 16, page_size = 16, head_dim = 96,
+        group_size = 24, topk_val = 29, topk_ratio = 6.250000e-02 : f64,
+        reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
+        kv_dtype = bf16>
+    fields(centroids = [1, 96]) params(W = [96, 2304])
+cache(%k: !kv, %v: !kv, %centroids: !c, %W: !w) {
+  %m = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
+  vortex.write %m into %centroids : !cr into !c
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %W: !w) {
+  %qf = vortex.reshape %q : !q -> !qf
+  %vt = vortex.gemm %qf, %W : (!qf, !w) -> !vt
+  %vq = vortex.reshape %vt : !vt -> !vq
+  %s = vortex.gemm %vq, %centroids : (!vq, !c) -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// PAD-LABEL: vortex.flow @streamed
+// PAD:         %W: !vortex.vtensor<1x96x2304xbf16, #vortex.format<parameter>, padded = [128, 4096]>
+// MASK-LABEL: vortex.flow @streamed
+// MASK:         %[[QF:.+]] = vortex.reshape %q
+// MASK-NEXT:    vortex.gemm %[[QF]], %W :
+// LIN-LABEL: func.func @streamed_indexer
+// LIN:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// LIN-SAME:      ins({{.*}} : tensor<?x1x2304xf32>, tensor<?x128x2304xf32>)

@@ -32,6 +32,11 @@ inline constexpr int64_t kMaxInnerExtent = int64_t(1) << 16;
 /// grows with this product (fuzzing found group_size = 65536 taking 38 s and
 /// 2.2 GB in convert-vortex-to-gpu).
 inline constexpr int64_t kMaxTileElements = int64_t(1) << 17;
+/// Elements of a padded parameter too large for a tile. Such a weight is
+/// never held: the one op that may read it, GeMM's standalone parameter
+/// path, streams it from memory (docs/contract.md, "Bounds"). 2^24 keeps
+/// the CPU lowering's padded copy at 64 MiB of f32.
+inline constexpr int64_t kMaxStreamedElements = int64_t(1) << 24;
 inline constexpr int64_t kMaxPageSize = int64_t(1) << 20;
 inline constexpr int64_t kMaxBudget = (int64_t(1) << 31) - 1;
 
@@ -42,6 +47,12 @@ int64_t nextPowerOf2(int64_t n);
 /// kMaxTileElements once padded.
 inline bool fitsTile(int64_t d0, int64_t d1) {
   return nextPowerOf2(d0) * nextPowerOf2(d1) <= kMaxTileElements;
+}
+
+/// Whether a parameter of [d0, d1] is within kMaxStreamedElements once
+/// padded (a parameter over the tile bound is streamed, see above).
+inline bool fitsStreamed(int64_t d0, int64_t d1) {
+  return nextPowerOf2(d0) * nextPowerOf2(d1) <= kMaxStreamedElements;
 }
 
 /// True for the element types a vtensor may hold.

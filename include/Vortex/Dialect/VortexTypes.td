@@ -54,6 +54,9 @@ def Vortex_VTensorType : Vortex_Type<"VTensor", "vtensor"> {
     bool isPaged() const { return getFormatKind() == Format::Paged; }
     bool isParameter() const { return getFormatKind() == Format::Parameter; }
     bool isSlotted() const { return getFormatKind() == Format::Slotted; }
+    /// A parameter over the tile bound: never held, only streamed by GeMM's
+    /// parameter path (docs/contract.md, "Bounds").
+    bool isStreamedParameter() const;
     /// The shape with D0 and D1 rounded up to powers of two; L unchanged.
     ::llvm::SmallVector<int64_t, 3> getPaddedShape() const;
     /// True iff D0 or D1 is not a power of two.

@@ -2,7 +2,8 @@
 //
 // What convert-vortex-to-gpu (VortexToGPU.cpp) calls for each kernel kind
 // of library VortexToGPU: the workload kernels (WorkloadKernels.cpp, planned
-// by WorkloadPlan.cpp), the per-row segment kernels (RowKernels.cpp) and
+// by WorkloadPlan.cpp), the per-row segment kernels (RowKernels.cpp), the
+// streamed-weight GeMM and the padded reshape (StandaloneKernels.cpp) and
 // the attend kernels (AttentionKernels.cpp, AttentionMMA.cpp). The top-k
 // and union kernels are behind Selection/Selection.h; what every kind
 // builds with is KernelBuilder.h.
@@ -31,6 +32,21 @@ LogicalResult reportWorkloadPlan(FlowContext &ctx, Operation *op,
 /// Emits the per-row scan kernel of a softmax, normalize, conv1d or a
 /// reduction over dim 0.
 LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
+                                StringRef name);
+
+/// Whether `op` is a GeMM whose parameter weight is streamed (over the
+/// tile bound): it gets emitStreamedGemmKernel, not a workload kernel.
+bool isStreamedGemm(Operation *op);
+/// Emits the standalone kernel of a GeMM with a streamed parameter weight
+/// (grid items of rows, 8 a CTA, x 1 x D0'; StandaloneKernels.cpp).
+LogicalResult emitStreamedGemmKernel(FlowContext &ctx, GeMMOp op,
+                                     StringRef name);
+/// Whether `op` is a standalone (padded) reshape of a batched, ragged or
+/// parameter value: it gets emitReshapeKernel, not a workload kernel.
+bool isCopiedReshape(Operation *op);
+/// Emits the copy kernel of a padded reshape (grid items of the result's
+/// lead, one a CTA; StandaloneKernels.cpp).
+LogicalResult emitReshapeKernel(FlowContext &ctx, ReshapeOp op,
                                 StringRef name);
 
 /// What the attend kernels are specialized for: the flow's block size, head

@@ -189,6 +189,12 @@ LogicalResult lowerFlow(FlowOp flow,
       result = emitTopKKernel(ctx, &op, base + "_indexer_trtllm" + suffix);
     } else if (auto u = dyn_cast<UnionOp>(op)) {
       result = emitUnionKernels(ctx, u, base + "_indexer_union" + suffix);
+    } else if (isStreamedGemm(&op)) {
+      result = emitStreamedGemmKernel(ctx, cast<GeMMOp>(op),
+                                      base + "_indexer_g" + suffix);
+    } else if (isCopiedReshape(&op)) {
+      result = emitReshapeKernel(ctx, cast<ReshapeOp>(op),
+                                 base + "_indexer_r" + suffix);
     } else if (isa<SoftmaxOp, NormalizeOp, Conv1dOp>(op) ||
                (isa<ReductionOpInterface>(op) &&
                 cast<ReductionOpInterface>(op).getReducedDim() == 0)) {

@@ -10,6 +10,7 @@
 #include "Vortex/Conversion/VortexToLinalg/VortexToLinalg.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -27,6 +28,26 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
     auto rt = cast<VTensorType>(op.getResult().getType());
     Value xs = lb.inOf(op, operands, 0), ys = lb.inOf(op, operands, 1);
     Location loc = op.getLoc();
+    // A streamed weight is not masked (MaskPadding.cpp): contract over the
+    // real extent only, as the GPU's streamed kernel does.
+    auto yt = cast<VTensorType>(op.getY().getType());
+    if (yt.isStreamedParameter()) {
+      auto realK = [&](Value t) -> Value {
+        auto type = cast<RankedTensorType>(t.getType());
+        if (type.getDimSize(2) == yt.getD1())
+          return t;
+        SmallVector<OpFoldResult> offs(3, rewriter.getIndexAttr(0));
+        SmallVector<OpFoldResult> sizes = {
+            tensor::getMixedSize(rewriter, loc, t, 0),
+            rewriter.getIndexAttr(type.getDimSize(1)),
+            rewriter.getIndexAttr(yt.getD1())};
+        SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+        return tensor::ExtractSliceOp::create(rewriter, loc, t, offs, sizes,
+                                              strides);
+      };
+      xs = realK(xs);
+      ys = realK(ys);
+    }
     Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()),
                                  LinalgBuilder::computeExtent(rt, 1),
                                  LinalgBuilder::computeExtent(rt, 2));

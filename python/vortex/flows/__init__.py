@@ -10,7 +10,8 @@ GLM-4.7-Flash's shape: 20 query heads over one latent of 512 + 64,
 blocks of 32 (`MLA`).
 `LEARNED` does the same for examples/learned/: the flows of vortex_torch's
 learned ops with per-layer weights (LearnedQuery, FactorScore,
-LearnedDescriptor), whose
+LearnedDescriptor) and its learned_block_sparse_mla (a GeMM with a
+`[576, 11520]` Parameter, at GLM's shape), whose
 parameters are bound at load (the checks that need only a flow's IR, such
 as the numerics against the float64 reference of every example, read
 examples/*.mlir and SHIPPED).
@@ -39,7 +40,7 @@ from . import (  # noqa: F401
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
 from . import (  # noqa: F401
-    lserve_centroid_mla, rope_aware_block_sparse_mla,
+    learned_block_sparse_mla, lserve_centroid_mla, rope_aware_block_sparse_mla,
     rope_unaware_block_sparse_mla, rope_unaware_lserve_centroid_mla)
 
 __all__ = ["LEARNED", "MLA", "SHIPPED", "ShippedFlow", "shipped"]
@@ -94,10 +95,11 @@ SHIPPED: Dict[str, ShippedFlow] = {
 MLA = [n for n, s in SHIPPED.items() if s.config.is_mla]
 
 LEARNED: Dict[str, ShippedFlow] = {
-    name: ShippedFlow(name, _DEFAULT, name) for name in (
-        "factor_score_block_sparse_attention",
-        "learned_factorized_block_sparse_attention",
-        "learned_query_block_sparse_attention")
+    name: ShippedFlow(name, cfg, name) for name, cfg in (
+        ("factor_score_block_sparse_attention", _DEFAULT),
+        ("learned_block_sparse_mla", _GLM),
+        ("learned_factorized_block_sparse_attention", _DEFAULT),
+        ("learned_query_block_sparse_attention", _DEFAULT))
 }
 
 

@@ -1,0 +1,311 @@
+//===- StandaloneKernels.cpp - Standalone ops as plain kernels ------------===//
+//
+// Two standalone (Schedule.S) ops of the indexer whose work is a stream, not
+// a tile: each gets a plain kernel here instead of a workload kernel, which
+// would hold its operand as one padded tile per row.
+//
+// GeMM with a parameter weight over the tile bound. vortex_torch runs GeMM
+// with a PARAMETER weight standalone (a torch.matmul), so a learned weight
+// never enters a fused kernel. A weight that fits a tile is held by the
+// workload kernel like any other operand; a larger one (docs/contract.md,
+// "Bounds") is streamed from memory:
+//
+//   out[s, a, b] = sum_k y[a, k] * x[s, b, k]     (y [1, Ny, K] parameter)
+//
+// Grid (ceil(rows / 8), 1, D0'): CTA (c, a) computes output row a of rows
+// [8c, 8c + 8) (several a in turn when D0' exceeds the grid's z). Its 4
+// warps split k and their lanes stride over it, so each weight row is read
+// coalesced, once per b for the CTA's 8 rows; the warps' sums meet in
+// shared memory; the CTAs of one step share the weight through L2.
+//
+// A padded reshape (its input or result not a power of two in an inner
+// extent): a copy of each row's real elements in row-major order, one CTA
+// per row or position (grid items of rows or total, one a CTA), its
+// threads striding over the result's padded elements.
+//
+// Both store the padded lanes of their result as 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Collectives.h"
+#include "Kernels.h"
+
+using namespace mlir;
+using namespace mlir::vortex;
+using namespace mlir::vortex::gpugen;
+
+namespace {
+constexpr int64_t kWarps = 4;
+constexpr int64_t kThreads = 32 * kWarps;
+/// Weight elements a lane loads per iteration (in flight together).
+constexpr int64_t kUnroll = 4;
+/// Rows of x a CTA computes: each weight element is loaded once for them.
+constexpr int64_t kRowsPerCTA = 8;
+/// The largest grid z of a launch (the manifest's bound).
+constexpr int64_t kMaxGridZ = 65535;
+
+/// The extents a buffer is laid out with: the ABI's (a flow tensor holds
+/// the real extents, a scratch buffer the padded ones).
+std::pair<int64_t, int64_t> strideExtents(FlowContext &ctx,
+                                          const std::string &buf) {
+  const abi::TensorRecord &rec = ctx.abi.tensors[buf];
+  return {std::stoll(rec.shape[1]), std::stoll(rec.shape[2])};
+}
+
+/// Sum of `v` over the 32 lanes of a warp (every lane gets it).
+Value warpSumF32(Gen &g, Value v) {
+  for (int32_t offset = 16; offset > 0; offset /= 2)
+    v = g.addF(v, gpu::ShuffleOp::create(g.b, g.loc, v, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+  return v;
+}
+} // namespace
+
+bool mlir::vortex::gpugen::isStreamedGemm(Operation *op) {
+  auto gemm = dyn_cast<GeMMOp>(op);
+  return gemm && cast<VTensorType>(gemm.getY().getType()).isStreamedParameter();
+}
+
+/// The padded lanes of row `s`'s result in output row `a` (a >= Ny: every
+/// b; else b >= Nx), stored as 0 by the CTA's threads.
+static void zeroPaddedLanes(Gen &g, Value out, Value s, Value a, Value tid,
+                            int64_t ny, int64_t nx, int64_t oD0, int64_t oD1) {
+  Value outRow = g.mul(s, g.idx(oD0 * oD1));
+  Value from = g.select(g.lt(a, g.idx(ny)), g.idx(nx), g.idx(0));
+  strided(g, from, g.idx(oD1), tid, kThreads, {},
+          [&](Gen &c, Value bb, ValueRange) -> SmallVector<Value> {
+            c.store(c.f32(0.0), out,
+                    c.add(outRow, c.add(c.mul(a, c.idx(oD1)), bb)));
+            return {};
+          });
+}
+
+namespace {
+/// One streamed GeMM kernel being emitted (see the file comment).
+struct StreamedGemm {
+  Value rows, x, y, out, shared, tid, warp, lane;
+  SmallVector<Value> rowOf, valid;
+  int64_t ny, nx, k, xD0, xD1, yD1, oD0, oD1;
+
+  /// out[rowOf[r], a, b] for the CTA's rows: the warps split k, each lane
+  /// loading kUnroll weight elements an iteration and using each for every
+  /// row; warp sums meet in shared memory. Every thread calls it.
+  void emitOutput(Gen &g, Value a, Value bb) {
+    Value yRow = g.mul(a, g.idx(yD1));
+    int64_t span = 32 * kUnroll, stride = span * kWarps;
+    Value base = g.add(lane, g.mul(warp, g.idx(span)));
+    SmallVector<Value> zero(kRowsPerCTA, g.f32(0.0));
+    auto loop = g.forLoop(
+        g.idx(0), g.idx((k + stride - 1) / stride), zero,
+        [&](Gen &c, Value i, ValueRange acc) -> SmallVector<Value> {
+          SmallVector<Value> next(acc.begin(), acc.end());
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            Value kk = c.add(base, c.add(c.mul(i, c.idx(stride)),
+                                         c.idx(32 * u)));
+            Value in = c.lt(kk, c.idx(k));
+            Value at = c.select(in, kk, c.idx(0));
+            Value wv = c.select(in, c.toF32(c.load(y, c.add(yRow, at))),
+                                c.f32(0.0));
+            for (int64_t r = 0; r < kRowsPerCTA; ++r) {
+              Value xAt = c.add(c.add(c.mul(rowOf[r], c.idx(xD0 * xD1)),
+                                      c.mul(bb, c.idx(xD1))),
+                                at);
+              next[r] = c.addF(next[r], c.mulF(wv, c.toF32(c.load(x, xAt))));
+            }
+          }
+          return next;
+        });
+    Value first = g.cmpI(arith::CmpIPredicate::eq, lane, g.idx(0));
+    for (int64_t r = 0; r < kRowsPerCTA; ++r) {
+      Value sum = warpSumF32(g, loop.getResult(r));
+      g.ifThen(first, [&](Gen &c) {
+        c.store(sum, shared, c.add(c.mul(warp, c.idx(kRowsPerCTA)),
+                                   c.idx(r)));
+      });
+    }
+    gpu::BarrierOp::create(g.b, g.loc);
+    g.ifThen(g.lt(tid, g.idx(kRowsPerCTA)), [&](Gen &c) {
+      Value total = c.f32(0.0);
+      for (int64_t w = 0; w < kWarps; ++w)
+        total = c.addF(total, c.load(shared, c.add(c.idx(w * kRowsPerCTA),
+                                                  tid)));
+      // Thread t stores row t (the rows are known by position only).
+      for (int64_t r = 0; r < kRowsPerCTA; ++r)
+        c.ifThen(c.andI(valid[r], c.cmpI(arith::CmpIPredicate::eq, tid,
+                                         c.idx(r))),
+                 [&](Gen &d) {
+                   d.store(total, out,
+                           d.add(d.mul(rowOf[r], d.idx(oD0 * oD1)),
+                                 d.add(d.mul(a, d.idx(oD1)), bb)));
+                 });
+    });
+    // The buffer is written again by the next output.
+    gpu::BarrierOp::create(g.b, g.loc);
+  }
+};
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
+                                                           GeMMOp op,
+                                                           StringRef name) {
+  MLIRContext *mctx = op->getContext();
+  Location loc = op.getLoc();
+  auto xt = cast<VTensorType>(op.getX().getType());
+  auto yt = cast<VTensorType>(op.getY().getType());
+  std::string xBuf = ctx.bufferOf.lookup(op.getX());
+  std::string yBuf = ctx.bufferOf.lookup(op.getY());
+  if (xBuf.empty() || yBuf.empty())
+    return op.emitOpError("reads a value that no buffer holds");
+  std::string oBuf = ctx.allocScratch(op.getResult());
+  StreamedGemm S;
+  std::tie(S.xD0, S.xD1) = strideExtents(ctx, xBuf);
+  std::tie(S.oD0, S.oD1) = strideExtents(ctx, oBuf);
+  S.ny = yt.getD0();
+  S.nx = xt.getD0();
+  S.k = yt.getD1();
+  S.yD1 = strideExtents(ctx, yBuf).second;
+  // Output rows a CTA computes in turn: grid z stays within 65535.
+  int64_t perZ = (S.oD0 + kMaxGridZ - 1) / kMaxGridZ;
+
+  SmallVector<Param> params = {
+      {abi::kRows.str(), false, {}},
+      {xBuf, true, ctx.abi.tensors[xBuf].elementType},
+      {yBuf, true, ctx.abi.tensors[yBuf].elementType},
+      {oBuf, true, Float32Type::get(mctx)}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kThreads);
+  Gen g{b, loc};
+  S.rows = g.toIndex(func.getArgument(0));
+  S.x = func.getArgument(1);
+  S.y = func.getArgument(2);
+  S.out = func.getArgument(3);
+  S.shared = sharedBuffer(func, kWarps * kRowsPerCTA, b.getF32Type());
+  Value first = g.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                      g.idx(kRowsPerCTA));
+  Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  S.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  S.lane = g.remU(S.tid, g.idx(32));
+  S.warp = g.divU(S.tid, g.idx(32));
+  // Row r of the CTA, clamped into range (its loads stay in the buffer;
+  // its stores are predicated on `valid`).
+  for (int64_t r = 0; r < kRowsPerCTA; ++r) {
+    Value s = g.add(first, g.idx(r));
+    S.valid.push_back(g.lt(s, S.rows));
+    S.rowOf.push_back(g.select(S.valid.back(), s, first));
+  }
+  // Output rows a = z * perZ + j; the conditions are uniform over the CTA,
+  // so every thread reaches the barriers.
+  g.forLoop(g.idx(0), g.idx(perZ), {}, [&](Gen &h, Value j, ValueRange) {
+    Value a = h.add(h.mul(z, h.idx(perZ)), j);
+    h.ifThen(h.lt(a, h.idx(S.oD0)), [&](Gen &c) {
+      for (int64_t r = 0; r < kRowsPerCTA; ++r)
+        c.ifThen(S.valid[r], [&](Gen &d) {
+          zeroPaddedLanes(d, S.out, S.rowOf[r], a, S.tid, S.ny, S.nx, S.oD0,
+                          S.oD1);
+        });
+    });
+    h.ifThen(h.lt(a, h.idx(S.ny)), [&](Gen &c) {
+      c.forLoop(c.idx(0), c.idx(S.nx), {},
+                [&](Gen &w, Value bb, ValueRange) {
+                  S.emitOutput(w, a, bb);
+                  return SmallVector<Value>{};
+                });
+    });
+    return SmallVector<Value>{};
+  });
+  gpu::ReturnOp::create(b, loc);
+  keepLoopsRolled(func);
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.grid = GridKind::Items;
+  rec.itemsOf = abi::kRows.str();
+  rec.perCTA = kRowsPerCTA;
+  rec.gridZ = (S.oD0 + perZ - 1) / perZ;
+  rec.threads = kThreads;
+  rec.sharedBytes = kWarps * kRowsPerCTA * 4;
+  rec.params.assign(params.begin(), params.end());
+  rec.reads = {xBuf, yBuf};
+  rec.writes = {oBuf};
+  ctx.abi.kernels.push_back(rec);
+  return success();
+}
+
+bool mlir::vortex::gpugen::isCopiedReshape(Operation *op) {
+  auto rs = dyn_cast<ReshapeOp>(op);
+  if (!rs || rs.getSchedule() != Schedule::S)
+    return false;
+  // Paged and slotted inputs are addressed through the CSR (a block id per
+  // position): the workload kernel's loads do that.
+  auto in = cast<VTensorType>(rs.getInput().getType());
+  return in.isBatched() || in.isRagged() || in.isParameter();
+}
+
+LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,
+                                                      ReshapeOp op,
+                                                      StringRef name) {
+  MLIRContext *mctx = op->getContext();
+  Location loc = op.getLoc();
+  auto it = cast<VTensorType>(op.getInput().getType());
+  auto ot = cast<VTensorType>(op.getResult().getType());
+  std::string inBuf = ctx.bufferOf.lookup(op.getInput());
+  if (inBuf.empty())
+    return op.emitOpError("reads a value that no buffer holds");
+  std::string outBuf = ctx.allocScratch(op.getResult());
+  auto [iD0, iD1] = strideExtents(ctx, inBuf);
+  auto [oD0, oD1] = strideExtents(ctx, outBuf);
+  int64_t inCols = it.getD1(), outCols = ot.getD1();
+  int64_t real = ot.getD0() * ot.getD1();
+  std::string lead = ctx.abi.tensors[outBuf].shape[0];
+
+  SmallVector<Param> params = {
+      {lead, false, {}},
+      {inBuf, true, ctx.abi.tensors[inBuf].elementType},
+      {outBuf, true, Float32Type::get(mctx)}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kThreads);
+  Gen g{b, loc};
+  Value count = g.toIndex(func.getArgument(0));
+  Value in = func.getArgument(1), out = func.getArgument(2);
+  Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  // A parameter input is one row shared by every item.
+  Value inRow = it.isParameter() ? g.idx(0) : item;
+  g.ifThen(g.lt(item, count), [&](Gen &h) {
+    strided(h, h.idx(0), h.idx(oD0 * oD1), tid, kThreads, {},
+            [&](Gen &c, Value e, ValueRange) -> SmallVector<Value> {
+              // Padded element e = (r, col) of the result; real iff inside
+              // the real extents, then flat index f = r * outCols + col.
+              Value r = c.divU(e, c.idx(oD1)), col = c.remU(e, c.idx(oD1));
+              Value f = c.add(c.mul(r, c.idx(outCols)), col);
+              Value isReal = c.andI(c.lt(col, c.idx(outCols)),
+                                    c.lt(f, c.idx(real)));
+              Value fi = c.select(isReal, f, c.idx(0));
+              Value src = c.add(
+                  c.mul(inRow, c.idx(iD0 * iD1)),
+                  c.add(c.mul(c.divU(fi, c.idx(inCols)), c.idx(iD1)),
+                        c.remU(fi, c.idx(inCols))));
+              Value v = c.toF32(c.load(in, src));
+              c.store(c.select(isReal, v, c.f32(0.0)), out,
+                      c.add(c.mul(item, c.idx(oD0 * oD1)), e));
+              return {};
+            });
+  });
+  gpu::ReturnOp::create(b, loc);
+  keepLoopsRolled(func);
+
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.grid = GridKind::Items;
+  rec.itemsOf = lead;
+  rec.perCTA = 1;
+  rec.threads = kThreads;
+  rec.params.assign(params.begin(), params.end());
+  rec.reads = {inBuf};
+  rec.writes = {outBuf};
+  ctx.abi.kernels.push_back(rec);
+  return success();
+}
