@@ -30,8 +30,10 @@ selection against the float64 one.
 shape (20 heads, latent 576, blocks of 32; f32, random weights for two
 layers behind the lookup [1, 0]): its GeMM weight W [576, 11520] is over
 the tile bound, so the streamed GeMM kernel reads it (docs/gpu.md). Per
-layer: the centroids against the float64 block means (rtol 1e-5) and the
-selection against float64 top-k of <W[l] q_flat, c_p>.
+layer, at 4 rows and at 40 (the streamed GeMM's two alternatives on an
+H200: a CTA per output row, then a warp per output row): the centroids
+against the float64 block means (rtol 1e-5) and the selection against
+float64 top-k of <W[l] q_flat, c_p>.
 Exit 0 when every check passes, 1 otherwise, 2 when nothing was checked.
 """
 
@@ -128,70 +130,51 @@ def build(out, chip):
 
 def check_mla(out, dev, report):
     """learned_block_sparse_mla per layer: centroids and selection against
-    float64."""
+    float64, at 4 rows (the streamed GeMM's CTA-per-output-row variant) and
+    at 40 (its grid takes more than a wave: the warp-per-output-row one)."""
     flow, W = mla_flow()
     compiled = vortex.load(os.path.join(out, "learned_mla.manifest.json"),
                            device=0 if dev.type == "cuda" else None,
                            params=flow.parameters())
     rng = np.random.default_rng(11)
     D, bs, G = MLA.head_dim, MLA.block_size, MLA.group_size
-    lengths = (3, 40, 100, 257)
-    nb = sum(lengths) + 5
-    latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
-    q = rng.standard_normal((len(lengths), G, D)).astype(np.float32)
-    ids = rng.permutation(nb)[:sum(lengths)].astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    # The pool as vortex_torch names it (allocate_cache gives 'k' and 'v').
-    cache = {n: t for n, t in compiled.allocate_cache(nb).items()
-             if n not in ("k", "v")}
-    cache["latent"] = torch.from_numpy(latent).to(dev)
-    tids = torch.from_numpy(ids).to(dev)
-    c = latent.astype(np.float64).mean(axis=1)                  # [nb, D]
-    rows = np.repeat(np.arange(len(lengths)), lengths)
     rcfg = reference.Config.from_dict(dict(
         block_size=bs, head_dim=D, group_size=G, topk_val=MLA.topk_val,
         topk_ratio=MLA.topk_ratio, reserved_bos=MLA.reserved_bos,
         reserved_eos=MLA.reserved_eos))
-    for layer, row in enumerate(MLA_LOOKUP):
-        compiled.cache_step(cache, tids, layer=layer)
-        sp, si = compiled.indexer(torch.from_numpy(q).to(dev), cache,
-                                  torch.from_numpy(indptr).to(dev), tids,
-                                  layer=layer)
-        got = cache["centroids"][tids.long(), 0].double().cpu().numpy()
-        report(np.allclose(got, c[ids], rtol=1e-5, atol=1e-5),
-               f"learned_mla on {dev.type}, layer {layer}: centroids == "
-               "float64 block means (rtol 1e-5)")
-        V = q.reshape(len(lengths), -1).astype(np.float64) @ \
-            W[row].double().numpy().T                             # [B, D]
-        score = np.einsum("sd,sd->s", V[rows], c[ids])
-        want_ip, want_ix = reference.topk_select(
-            score, reference.Csr(indptr, ids), rcfg)
-        sp, si = sp.cpu(), si.cpu()
-        report(sp.tolist() == list(want_ip) and
-               si[:int(sp[-1])].tolist() == list(want_ix),
-               f"learned_mla on {dev.type}, layer {layer}: selection == "
-               "float64 top-k of <W[l] q_flat, c_p>")
-    if dev.type == "cuda":
-        # Not a check: the step's time beside torch's matmul of the same
-        # weight (a peer for the streamed kernel alone), CUDA events, 20
-        # calls after 3 warm-ups.
-        args = (torch.from_numpy(q).to(dev), cache,
-                torch.from_numpy(indptr).to(dev), tids)
-        Wd = W[MLA_LOOKUP[0]].to(dev)
-        qf = args[0].reshape(len(lengths), -1)
-        for what, fn in (("indexer step", lambda: compiled.indexer(
-                *args, layer=0)), ("torch q_flat @ W^T", lambda: qf @ Wd.T)):
-            for _ in range(3):
-                fn()
-            start, end = (torch.cuda.Event(enable_timing=True)
-                          for _ in range(2))
-            start.record()
-            for _ in range(20):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            print(f"TIME: learned_mla {what}, {len(lengths)} rows: "
-                  f"{start.elapsed_time(end) / 20 * 1e3:.1f} us")
+    for lengths in ((3, 40, 100, 257), tuple(rng.integers(1, 80, 40))):
+        nb = int(sum(lengths)) + 5
+        latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
+        q = rng.standard_normal((len(lengths), G, D)).astype(np.float32)
+        ids = rng.permutation(nb)[:sum(lengths)].astype(np.int32)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        # The pool as vortex_torch names it (allocate_cache: 'k' and 'v').
+        cache = {n: t for n, t in compiled.allocate_cache(nb).items()
+                 if n not in ("k", "v")}
+        cache["latent"] = torch.from_numpy(latent).to(dev)
+        tids = torch.from_numpy(ids).to(dev)
+        c = latent.astype(np.float64).mean(axis=1)              # [nb, D]
+        rows = np.repeat(np.arange(len(lengths)), lengths)
+        for layer, row in enumerate(MLA_LOOKUP):
+            compiled.cache_step(cache, tids, layer=layer)
+            sp, si = compiled.indexer(torch.from_numpy(q).to(dev), cache,
+                                      torch.from_numpy(indptr).to(dev),
+                                      tids, layer=layer)
+            got = cache["centroids"][tids.long(), 0].double().cpu().numpy()
+            what = f"learned_mla on {dev.type}, {len(lengths)} rows, layer"
+            report(np.allclose(got, c[ids], rtol=1e-5, atol=1e-5),
+                   f"{what} {layer}: centroids == float64 block means "
+                   "(rtol 1e-5)")
+            V = q.reshape(len(lengths), -1).astype(np.float64) @ \
+                W[row].double().numpy().T                         # [B, D]
+            score = np.einsum("sd,sd->s", V[rows], c[ids])
+            want_ip, want_ix = reference.topk_select(
+                score, reference.Csr(indptr, ids), rcfg)
+            sp, si = sp.cpu(), si.cpu()
+            report(sp.tolist() == list(want_ip) and
+                   si[:int(sp[-1])].tolist() == list(want_ix),
+                   f"{what} {layer}: selection == float64 top-k of "
+                   "<W[l] q_flat, c_p>")
 
 
 def check_full(out, dev, report):

@@ -70,9 +70,9 @@ struct VortexMaskPaddingPass
       // A GeMM with a streamed weight contracts over the real extent on
       // both back ends (its GPU kernel, ContractionToLinalg.cpp): nothing
       // to mask, and the weight is never held as a tile.
-      if (auto gemm = dyn_cast<GeMMOp>(op);
-          gemm && cast<VTensorType>(gemm.getY().getType()).isStreamedParameter())
-        return;
+      if (auto gemm = dyn_cast<GeMMOp>(op))
+        if (cast<VTensorType>(gemm.getY().getType()).isStreamedParameter())
+          return;
       if (isa<GeMMOp, GeMVOp>(op))
         for (OpOperand &in : op->getOpOperands())
           if (paddedAlong(cast<VTensorType>(in.get().getType()), 2))

@@ -12,11 +12,14 @@
 //
 //   out[s, a, b] = sum_k y[a, k] * x[s, b, k]     (y [1, Ny, K] parameter)
 //
-// Grid (ceil(rows / 8), 1, D0'): CTA (c, a) computes output row a of rows
-// [8c, 8c + 8) (several a in turn when D0' exceeds the grid's z). Its 4
-// warps split k and their lanes stride over it, so each weight row is read
-// coalesced, once per b for the CTA's 8 rows; the warps' sums meet in
-// shared memory; the CTAs of one step share the weight through L2.
+// Two alternatives (a manifest `choice`: the runtime launches the first
+// whose grid fits in one wave). Grid (ceil(rows / 8), 1, D0'): CTA (c, a)
+// computes output row a of rows [8c, 8c + 8), its 4 warps splitting k,
+// their sums meeting in shared memory; for more rows, grid (ceil(rows /
+// 8), 1, D0' / 4): a warp per output row, its lanes covering k alone, so
+// that a CTA reads x once for 4 output rows. Lanes stride over k, so each
+// weight row is read coalesced, once per b for the CTA's 8 rows; the CTAs
+// of one step share the weight through L2.
 //
 // A padded reshape (its input or result not a power of two in an inner
 // extent): a copy of each row's real elements in row-major order, one CTA
@@ -64,16 +67,18 @@ Value warpSumF32(Gen &g, Value v) {
 
 bool mlir::vortex::gpugen::isStreamedGemm(Operation *op) {
   auto gemm = dyn_cast<GeMMOp>(op);
-  return gemm && cast<VTensorType>(gemm.getY().getType()).isStreamedParameter();
+  return gemm &&
+         cast<VTensorType>(gemm.getY().getType()).isStreamedParameter();
 }
 
 /// The padded lanes of row `s`'s result in output row `a` (a >= Ny: every
-/// b; else b >= Nx), stored as 0 by the CTA's threads.
-static void zeroPaddedLanes(Gen &g, Value out, Value s, Value a, Value tid,
-                            int64_t ny, int64_t nx, int64_t oD0, int64_t oD1) {
+/// b; else b >= Nx), stored as 0 by `threads` threads numbered `t`.
+static void zeroPaddedLanes(Gen &g, Value out, Value s, Value a, Value t,
+                            int64_t threads, int64_t ny, int64_t nx,
+                            int64_t oD0, int64_t oD1) {
   Value outRow = g.mul(s, g.idx(oD0 * oD1));
   Value from = g.select(g.lt(a, g.idx(ny)), g.idx(nx), g.idx(0));
-  strided(g, from, g.idx(oD1), tid, kThreads, {},
+  strided(g, from, g.idx(oD1), t, threads, {},
           [&](Gen &c, Value bb, ValueRange) -> SmallVector<Value> {
             c.store(c.f32(0.0), out,
                     c.add(outRow, c.add(c.mul(a, c.idx(oD1)), bb)));
@@ -82,19 +87,28 @@ static void zeroPaddedLanes(Gen &g, Value out, Value s, Value a, Value tid,
 }
 
 namespace {
-/// One streamed GeMM kernel being emitted (see the file comment).
+/// One streamed GeMM kernel being emitted (see the file comment): with
+/// `splitK` a CTA per output row, its warps splitting k; else a warp per
+/// output row, its lanes covering k alone.
 struct StreamedGemm {
+  bool splitK;
   Value rows, x, y, out, shared, tid, warp, lane;
   SmallVector<Value> rowOf, valid;
   int64_t ny, nx, k, xD0, xD1, yD1, oD0, oD1;
 
-  /// out[rowOf[r], a, b] for the CTA's rows: the warps split k, each lane
-  /// loading kUnroll weight elements an iteration and using each for every
-  /// row; warp sums meet in shared memory. Every thread calls it.
+  /// Stores `v` (row r's sum) at out[rowOf[r], a, b] when the row is real.
+  void store(Gen &g, Value v, int64_t r, Value a, Value bb) {
+    g.store(v, out, g.add(g.mul(rowOf[r], g.idx(oD0 * oD1)),
+                          g.add(g.mul(a, g.idx(oD1)), bb)));
+  }
+
+  /// out[rowOf[r], a, b] for the CTA's rows: each lane loads kUnroll weight
+  /// elements an iteration and uses each for every row. With splitK every
+  /// thread calls it (barriers), else every lane of the warp.
   void emitOutput(Gen &g, Value a, Value bb) {
     Value yRow = g.mul(a, g.idx(yD1));
-    int64_t span = 32 * kUnroll, stride = span * kWarps;
-    Value base = g.add(lane, g.mul(warp, g.idx(span)));
+    int64_t span = 32 * kUnroll, stride = splitK ? span * kWarps : span;
+    Value base = splitK ? g.add(lane, g.mul(warp, g.idx(span))) : lane;
     SmallVector<Value> zero(kRowsPerCTA, g.f32(0.0));
     auto loop = g.forLoop(
         g.idx(0), g.idx((k + stride - 1) / stride), zero,
@@ -120,10 +134,15 @@ struct StreamedGemm {
     for (int64_t r = 0; r < kRowsPerCTA; ++r) {
       Value sum = warpSumF32(g, loop.getResult(r));
       g.ifThen(first, [&](Gen &c) {
-        c.store(sum, shared, c.add(c.mul(warp, c.idx(kRowsPerCTA)),
-                                   c.idx(r)));
+        if (!splitK)
+          c.ifThen(valid[r], [&](Gen &d) { store(d, sum, r, a, bb); });
+        else
+          c.store(sum, shared,
+                  c.add(c.mul(warp, c.idx(kRowsPerCTA)), c.idx(r)));
       });
     }
+    if (!splitK)
+      return;
     gpu::BarrierOp::create(g.b, g.loc);
     g.ifThen(g.lt(tid, g.idx(kRowsPerCTA)), [&](Gen &c) {
       Value total = c.f32(0.0);
@@ -134,38 +153,52 @@ struct StreamedGemm {
       for (int64_t r = 0; r < kRowsPerCTA; ++r)
         c.ifThen(c.andI(valid[r], c.cmpI(arith::CmpIPredicate::eq, tid,
                                          c.idx(r))),
-                 [&](Gen &d) {
-                   d.store(total, out,
-                           d.add(d.mul(rowOf[r], d.idx(oD0 * oD1)),
-                                 d.add(d.mul(a, d.idx(oD1)), bb)));
-                 });
+                 [&](Gen &d) { store(d, total, r, a, bb); });
     });
     // The buffer is written again by the next output.
     gpu::BarrierOp::create(g.b, g.loc);
   }
-};
-} // namespace
 
-LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
-                                                           GeMMOp op,
-                                                           StringRef name) {
+  /// Output row `a` of the CTA's rows: its padded lanes, then (a < Ny) its
+  /// real ones. `a` is uniform over whoever computes it (the CTA with
+  /// splitK, else the warp), so every thread reaches the barriers.
+  void emitRow(Gen &g, Value a) {
+    g.ifThen(g.lt(a, g.idx(oD0)), [&](Gen &c) {
+      for (int64_t r = 0; r < kRowsPerCTA; ++r)
+        c.ifThen(valid[r], [&](Gen &d) {
+          zeroPaddedLanes(d, out, rowOf[r], a, splitK ? tid : lane,
+                          splitK ? kThreads : 32, ny, nx, oD0, oD1);
+        });
+    });
+    g.ifThen(g.lt(a, g.idx(ny)), [&](Gen &c) {
+      c.forLoop(c.idx(0), c.idx(nx), {}, [&](Gen &w, Value bb, ValueRange) {
+        emitOutput(w, a, bb);
+        return SmallVector<Value>{};
+      });
+    });
+  }
+};
+
+/// Emits one variant of the streamed GeMM `op` as kernel `name` and records
+/// it as an alternative of `choice`.
+void emitStreamedGemmVariant(FlowContext &ctx, GeMMOp op, StringRef name,
+                             StringRef choice, bool splitK) {
   MLIRContext *mctx = op->getContext();
   Location loc = op.getLoc();
   auto xt = cast<VTensorType>(op.getX().getType());
   auto yt = cast<VTensorType>(op.getY().getType());
   std::string xBuf = ctx.bufferOf.lookup(op.getX());
   std::string yBuf = ctx.bufferOf.lookup(op.getY());
-  if (xBuf.empty() || yBuf.empty())
-    return op.emitOpError("reads a value that no buffer holds");
   std::string oBuf = ctx.allocScratch(op.getResult());
   StreamedGemm S;
+  S.splitK = splitK;
   std::tie(S.xD0, S.xD1) = strideExtents(ctx, xBuf);
   std::tie(S.oD0, S.oD1) = strideExtents(ctx, oBuf);
   S.ny = yt.getD0();
   S.nx = xt.getD0();
   S.k = yt.getD1();
   S.yD1 = strideExtents(ctx, yBuf).second;
-  // Output rows a CTA computes in turn: grid z stays within 65535.
+  // splitK: output rows a CTA computes in turn (grid z stays within 65535).
   int64_t perZ = (S.oD0 + kMaxGridZ - 1) / kMaxGridZ;
 
   SmallVector<Param> params = {
@@ -180,7 +213,8 @@ LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
   S.x = func.getArgument(1);
   S.y = func.getArgument(2);
   S.out = func.getArgument(3);
-  S.shared = sharedBuffer(func, kWarps * kRowsPerCTA, b.getF32Type());
+  if (splitK)
+    S.shared = sharedBuffer(func, kWarps * kRowsPerCTA, b.getF32Type());
   Value first = g.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
                       g.idx(kRowsPerCTA));
   Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
@@ -194,26 +228,13 @@ LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
     S.valid.push_back(g.lt(s, S.rows));
     S.rowOf.push_back(g.select(S.valid.back(), s, first));
   }
-  // Output rows a = z * perZ + j; the conditions are uniform over the CTA,
-  // so every thread reaches the barriers.
-  g.forLoop(g.idx(0), g.idx(perZ), {}, [&](Gen &h, Value j, ValueRange) {
-    Value a = h.add(h.mul(z, h.idx(perZ)), j);
-    h.ifThen(h.lt(a, h.idx(S.oD0)), [&](Gen &c) {
-      for (int64_t r = 0; r < kRowsPerCTA; ++r)
-        c.ifThen(S.valid[r], [&](Gen &d) {
-          zeroPaddedLanes(d, S.out, S.rowOf[r], a, S.tid, S.ny, S.nx, S.oD0,
-                          S.oD1);
-        });
+  if (splitK)
+    g.forLoop(g.idx(0), g.idx(perZ), {}, [&](Gen &h, Value j, ValueRange) {
+      S.emitRow(h, h.add(h.mul(z, h.idx(perZ)), j));
+      return SmallVector<Value>{};
     });
-    h.ifThen(h.lt(a, h.idx(S.ny)), [&](Gen &c) {
-      c.forLoop(c.idx(0), c.idx(S.nx), {},
-                [&](Gen &w, Value bb, ValueRange) {
-                  S.emitOutput(w, a, bb);
-                  return SmallVector<Value>{};
-                });
-    });
-    return SmallVector<Value>{};
-  });
+  else
+    S.emitRow(g, g.add(g.mul(z, g.idx(kWarps)), S.warp));
   gpu::ReturnOp::create(b, loc);
   keepLoopsRolled(func);
 
@@ -223,13 +244,30 @@ LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
   rec.grid = GridKind::Items;
   rec.itemsOf = abi::kRows.str();
   rec.perCTA = kRowsPerCTA;
-  rec.gridZ = (S.oD0 + perZ - 1) / perZ;
+  rec.gridZ = splitK ? (S.oD0 + perZ - 1) / perZ
+                     : (S.oD0 + kWarps - 1) / kWarps;
   rec.threads = kThreads;
-  rec.sharedBytes = kWarps * kRowsPerCTA * 4;
+  rec.sharedBytes = splitK ? kWarps * kRowsPerCTA * 4 : 0;
   rec.params.assign(params.begin(), params.end());
   rec.reads = {xBuf, yBuf};
   rec.writes = {oBuf};
+  rec.choice = choice.str();
   ctx.abi.kernels.push_back(rec);
+}
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::emitStreamedGemmKernel(FlowContext &ctx,
+                                                           GeMMOp op,
+                                                           StringRef name) {
+  if (ctx.bufferOf.lookup(op.getX()).empty() ||
+      ctx.bufferOf.lookup(op.getY()).empty())
+    return op.emitOpError("reads a value that no buffer holds");
+  // Few rows: a CTA per output row and 8 rows (warps splitting k) fills the
+  // device; when that grid takes more than one wave, a warp per output row
+  // reads x once for 4 of them (the runtime picks: manifest `choice`).
+  emitStreamedGemmVariant(ctx, op, name, name, /*splitK=*/true);
+  emitStreamedGemmVariant(ctx, op, (name + "_w").str(), name,
+                          /*splitK=*/false);
   return success();
 }
 
@@ -239,8 +277,10 @@ bool mlir::vortex::gpugen::isCopiedReshape(Operation *op) {
     return false;
   // Paged and slotted inputs are addressed through the CSR (a block id per
   // position): the workload kernel's loads do that.
+  // Index values (i32) keep the workload kernel too: this one copies f32.
   auto in = cast<VTensorType>(rs.getInput().getType());
-  return in.isBatched() || in.isRagged() || in.isParameter();
+  return isa<FloatType>(in.getElementType()) &&
+         (in.isBatched() || in.isRagged() || in.isParameter());
 }
 
 LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,

@@ -6,11 +6,12 @@
 // striding over the result's padded elements, reading the real element
 // f = (r * 2304 + col) at [f / 96, f % 96] of q's real extents, 0 in the
 // padded lanes. A GeMM whose parameter weight is over the tile bound
-// (docs/contract.md, "Bounds") gets the streamed kernel: grid items of
-// rows, 8 a CTA, x 1 x D0' = 128; a CTA per output row a, whose 4 warps
-// split the real k, their lanes striding over it (4 weight loads an
-// iteration, each used for the CTA's 8 rows), then an XOR-shuffle sum per
-// row and warp, summed over the warps through 32 floats of shared memory. It reads
+// (docs/contract.md, "Bounds") gets the streamed kernel, two alternatives:
+// grid items of rows, 8 a CTA, x 1 x D0' = 128, a CTA per output row a,
+// whose 4 warps split the real k, their lanes striding over it (4 weight
+// loads an iteration, each used for the CTA's 8 rows), then an XOR-shuffle
+// sum per row and warp, summed over the warps through 32 floats of shared
+// memory; and `_w`, a warp per output row (z = 32), no shared memory. It reads
 // the weight at its [1, r, c] buffer's real extents and x (the reshape's
 // scratch, [rows, 1, 4096]) unmasked: vortex-mask-padding leaves both
 // operands of such a GeMM alone. The result is f32 scratch of the padded
@@ -46,11 +47,14 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %W: !w) {
 }
 
 // The manifest: W is a [1, 96, 2304] parameter, the reshape an items grid
-// of rows, one a CTA, and the GeMM one of 8 rows a CTA with z = 32.
+// of rows, one a CTA, and the GeMM two alternatives of one choice, both of
+// 8 rows a CTA: a CTA per output row (z = 128) and a warp per output row
+// (z = 32), writing the same scratch.
 // CHECK: vortex.manifest = #vortex.manifest<
 // CHECK-SAME: W = #vortex.tensor<role = parameter, dtype = bf16, shape = [1, 96, 2304]>
 // CHECK-SAME: kernel = "streamed_indexer_r0", grid = items, items_of = "rows", per_cta = 1, threads = 128, params = [#vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "q", kind = buffer>, #vortex.launch_param<name = "scratch0", kind = buffer>], reads = ["q"], writes = ["scratch0"]>
-// CHECK-SAME: kernel = "streamed_indexer_g1", grid = items, items_of = "rows", per_cta = 8, threads = 128, shared_bytes = 128, params = [#vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "W", kind = buffer>, #vortex.launch_param<name = "[[OB:scratch[0-9]+]]", kind = buffer>], reads = ["scratch0", "W"], writes = ["[[OB]]"], grid_z = 128>
+// CHECK-SAME: kernel = "streamed_indexer_g1", grid = items, items_of = "rows", per_cta = 8, threads = 128, shared_bytes = 128, params = [#vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "W", kind = buffer>, #vortex.launch_param<name = "[[OB:scratch[0-9]+]]", kind = buffer>], reads = ["scratch0", "W"], writes = ["[[OB]]"], choice = "streamed_indexer_g1", grid_z = 128>
+// CHECK-SAME: kernel = "streamed_indexer_g1_w", grid = items, items_of = "rows", per_cta = 8, threads = 128, params = [#vortex.launch_param<name = "rows", kind = scalar>, #vortex.launch_param<name = "scratch0", kind = buffer>, #vortex.launch_param<name = "W", kind = buffer>, #vortex.launch_param<name = "[[OB]]", kind = buffer>], reads = ["scratch0", "W"], writes = ["[[OB]]"], choice = "streamed_indexer_g1", grid_z = 32>
 
 // CHECK: gpu.module @streamed_kernels
 // CHECK:       gpu.func @streamed_indexer_r0(%[[ROWS:.+]]: i32, %[[Q:.+]]: memref<?xbf16>, %[[R:.+]]: memref<?xf32>) kernel
@@ -74,4 +78,14 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %W: !w) {
 // CHECK:         gpu.barrier
 // CHECK:         memref.store {{.*}}, %[[OUT]]
 // CHECK:         gpu.barrier
+// CHECK:         gpu.return
+// CHECK:       gpu.func @streamed_indexer_g1_w(%{{.+}}: i32, %[[X2:.+]]: memref<?xf32>, %[[W2:.+]]: memref<?xbf16>, %[[OUT2:.+]]: memref<?xf32>) kernel
+// CHECK-NOT:     gpu.barrier
+// CHECK:         memref.load %[[W2]]
+// CHECK:         memref.load %[[X2]]
+// CHECK-NOT:     gpu.barrier
+// CHECK:         gpu.shuffle  xor
+// CHECK-NOT:     gpu.barrier
+// CHECK:         memref.store {{.*}}, %[[OUT2]]
+// CHECK-NOT:     gpu.barrier
 // CHECK:         gpu.return
