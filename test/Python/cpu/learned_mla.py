@@ -14,7 +14,10 @@
 #    is a ValueError naming Wq.
 # 2. The compiled CPU flow (f32) bound with those weights: per layer its
 #    selection equals the float64 top-k exactly (random data, no near ties),
-#    and eager mode selects the same.
+#    and eager mode selects the same. Its decode (layer 2) selects the same
+#    and attends over the selection: o and lse equal float64 MLA attention
+#    over the selected tokens (o the latent's first 512 channels, logits
+#    <q_h, latent_t> * sm_scale; atol 1e-4).
 # 3. Without a checkpoint (the identity fold, V = sum_h q_h) the flow
 #    selects what rope_aware_block_sparse_mla (mean_h q_h) selects.
 # 4. LearnedQuery (the op) at this size: learned_query_block_sparse_attention
@@ -124,6 +127,31 @@ for layer in range(3):
     _, esp, esi = eager.indexer(flow, tq, ecache, tip, tids, CFG,
                                 layer=layer)
     tally(same(esp, esi, want), f"eager, layer {layer}: the same selection")
+
+# Decode at layer 2: the same selection, then attention over it.
+R = 512
+last = rng.integers(1, BS + 1, len(lengths)).astype(np.int32)
+scale = 192 ** -0.5
+o, lse, sp, si = compiled.decode(tq, cache, tip, tids, torch.from_numpy(last),
+                                 sm_scale=scale, layer=2)
+want = want_selection(q.reshape(len(lengths), -1).astype(np.float64)
+                      @ W[2].numpy().T)
+err = 0.0
+for r in range(len(lengths)):
+    blocks = si[sp[r]:sp[r + 1]].numpy()
+    toks = np.concatenate([latent[b, :(last[r] if i == len(blocks) - 1
+                                       else BS)]
+                           for i, b in enumerate(blocks)]).astype(np.float64)
+    logit = q[r].astype(np.float64) @ toks.T * scale              # [H, n]
+    m = logit.max(axis=1, keepdims=True)
+    p = np.exp(logit - m)
+    wo = (p @ toks[:, :R]) / p.sum(axis=1, keepdims=True)
+    wl = m[:, 0] + np.log(p.sum(axis=1))
+    err = max(err, float(np.abs(o[r].numpy() - wo).max()),
+              float(np.abs(lse[r].numpy() - wl).max()))
+tally(same(sp, si, want) and tuple(o.shape) == (len(lengths), H, R) and
+      err < 1e-4, "compiled decode, layer 2: the selection, then float64 MLA "
+      "attention over it (atol 1e-4)", err)
 
 # 3. The identity fold against rope_aware_block_sparse_mla.
 ident = LearnedBlockSparseMLA()
