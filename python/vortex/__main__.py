@@ -121,11 +121,14 @@ def _overrides(args) -> Dict[str, Any]:
 def _resolve(args):
     """(flow name, base config, symbol) for the arguments."""
     from . import flows
-    from .flow import has, list_keys, load_module
+    from .flow import get, has, list_keys, load_module
     if args.file:
         before = set(list_keys())
-        load_module(args.file)
-        new = [k for k in list_keys() if k not in before]
+        module = load_module(args.file)
+        # The flows it registered, or whose class it defines (a shipped
+        # flow's module was imported before: nothing new in the registry).
+        new = [k for k in list_keys() if k not in before or
+               get(k).__module__ == module.__name__]
         flow = args.flow or (new[0] if len(new) == 1 else None)
         if flow is None:
             raise UsageError(f"FILE {args.file!r} registers {new}: pick one "

@@ -249,7 +249,8 @@ indexer(%q: !q32, %o: !o, %k: !kv32, %v: !kv32, %centroids: !c) {
 // A streamed parameter (over the tile bound, [96, 2304] -> [128, 4096]
 // padded) is padded like any value, but neither operand of its GeMM is
 // masked: both back ends contract over the real extent only (on the CPU
-// the linalg.generic reads slices of x and the weight of 2304 columns).
+// the linalg.generic reads a slice of x and the weight's one row, both of
+// 2304 columns).
 
 !kv = !vortex.vtensor<?x16x96xbf16, #vortex.format<paged>>
 !c = !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>>
@@ -284,6 +285,9 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %W: !w) {
 // MASK-LABEL: vortex.flow @streamed
 // MASK:         %[[QF:.+]] = vortex.reshape %q
 // MASK-NEXT:    vortex.gemm %[[QF]], %W :
+// The weight is read as its one row (a map to row 0), not spread over the
+// rows of the step.
+// LIN: #{{.+}} = affine_map<(d0, d1, d2, d3) -> (0, d1, d3)>
 // LIN-LABEL: func.func @streamed_indexer
 // LIN:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
 // LIN-SAME:      ins({{.*}} : tensor<?x1x2304xf32>, tensor<?x128x2304xf32>)

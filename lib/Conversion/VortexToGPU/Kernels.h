@@ -37,12 +37,13 @@ LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
 /// Whether `op` is a GeMM whose parameter weight is streamed (over the
 /// tile bound): it gets emitStreamedGemmKernel, not a workload kernel.
 bool isStreamedGemm(Operation *op);
-/// Emits the standalone kernel of a GeMM with a streamed parameter weight
-/// (grid items of rows, 8 a CTA, x 1 x D0'; StandaloneKernels.cpp).
+/// Emits the kernels of a GeMM with a streamed parameter weight: two
+/// alternatives of one manifest choice, both 8 rows a CTA
+/// (StandaloneKernels.cpp).
 LogicalResult emitStreamedGemmKernel(FlowContext &ctx, GeMMOp op,
                                      StringRef name);
-/// Whether `op` is a standalone (padded) reshape of a batched, ragged or
-/// parameter value: it gets emitReshapeKernel, not a workload kernel.
+/// Whether `op` is a standalone (padded) reshape of a batched or ragged
+/// float value: it gets emitReshapeKernel, not a workload kernel.
 bool isCopiedReshape(Operation *op);
 /// Emits the copy kernel of a padded reshape (grid items of the result's
 /// lead, one a CTA; StandaloneKernels.cpp).

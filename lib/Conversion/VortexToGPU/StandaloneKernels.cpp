@@ -48,11 +48,18 @@ constexpr int64_t kRowsPerCTA = 8;
 constexpr int64_t kMaxGridZ = 65535;
 
 /// The extents a buffer is laid out with: the ABI's (a flow tensor holds
-/// the real extents, a scratch buffer the padded ones).
+/// the real extents, a scratch buffer the padded ones). Every buffer a
+/// value is in has a rank-3 record with constant inner extents.
 std::pair<int64_t, int64_t> strideExtents(FlowContext &ctx,
                                           const std::string &buf) {
-  const abi::TensorRecord &rec = ctx.abi.tensors[buf];
-  return {std::stoll(rec.shape[1]), std::stoll(rec.shape[2])};
+  const abi::TensorRecord &rec = ctx.abi.tensors.at(buf);
+  int64_t d0 = 0, d1 = 0;
+  bool bad = rec.shape.size() != 3 ||
+             StringRef(rec.shape[1]).getAsInteger(10, d0) ||
+             StringRef(rec.shape[2]).getAsInteger(10, d1);
+  assert(!bad && "a value's buffer has constant inner extents");
+  (void)bad;
+  return {d0, d1};
 }
 
 /// Sum of `v` over the 32 lanes of a warp (every lane gets it).
@@ -277,10 +284,11 @@ bool mlir::vortex::gpugen::isCopiedReshape(Operation *op) {
     return false;
   // Paged and slotted inputs are addressed through the CSR (a block id per
   // position): the workload kernel's loads do that.
-  // Index values (i32) keep the workload kernel too: this one copies f32.
+  // Index values (i32) keep the workload kernel too (this one copies f32),
+  // and so does a parameter input (one row broadcast to every position).
   auto in = cast<VTensorType>(rs.getInput().getType());
   return isa<FloatType>(in.getElementType()) &&
-         (in.isBatched() || in.isRagged() || in.isParameter());
+         (in.isBatched() || in.isRagged());
 }
 
 LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,
@@ -311,8 +319,7 @@ LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,
   Value in = func.getArgument(1), out = func.getArgument(2);
   Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  // A parameter input is one row shared by every item.
-  Value inRow = it.isParameter() ? g.idx(0) : item;
+  Value inRow = item;
   g.ifThen(g.lt(item, count), [&](Gen &h) {
     strided(h, h.idx(0), h.idx(oD0 * oD1), tid, kThreads, {},
             [&](Gen &c, Value e, ValueRange) -> SmallVector<Value> {

@@ -26,27 +26,40 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
                       ConversionPatternRewriter &rewriter) const override {
     ValueRange operands = adaptor.getOperands();
     auto rt = cast<VTensorType>(op.getResult().getType());
-    Value xs = lb.inOf(op, operands, 0), ys = lb.inOf(op, operands, 1);
+    Value xs = lb.inOf(op, operands, 0), ys;
     Location loc = op.getLoc();
-    // A streamed weight is not masked (MaskPadding.cpp): contract over the
-    // real extent only, as the GPU's streamed kernel does.
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr s = rewriter.getAffineDimExpr(0),
+               a = rewriter.getAffineDimExpr(1),
+               c = rewriter.getAffineDimExpr(2),
+               k = rewriter.getAffineDimExpr(3);
+    AffineMap yMap = AffineMap::get(4, 0, {s, a, k}, ctx);
     auto yt = cast<VTensorType>(op.getY().getType());
     if (yt.isStreamedParameter()) {
-      auto realK = [&](Value t) -> Value {
-        auto type = cast<RankedTensorType>(t.getType());
-        if (type.getDimSize(2) == yt.getD1())
-          return t;
-        SmallVector<OpFoldResult> offs(3, rewriter.getIndexAttr(0));
-        SmallVector<OpFoldResult> sizes = {
-            tensor::getMixedSize(rewriter, loc, t, 0),
-            rewriter.getIndexAttr(type.getDimSize(1)),
-            rewriter.getIndexAttr(yt.getD1())};
-        SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-        return tensor::ExtractSliceOp::create(rewriter, loc, t, offs, sizes,
-                                              strides);
-      };
-      xs = realK(xs);
-      ys = realK(ys);
+      // A streamed weight is not masked (MaskPadding.cpp): contract over
+      // the real k only, as the GPU's streamed kernel does, and read the
+      // weight as its one row (map s -> 0), never spread over the rows.
+      int64_t kReal = yt.getD1(), d0 = LinalgBuilder::computeExtent(yt, 1);
+      Value src = LinalgBuilder::readSource(operands[1]);
+      ys = lb.generate(lb.e.idx(1), d0, kReal,
+                       [&](Emitter &x, Value, Value i, Value j) {
+                         return LinalgBuilder::maskedExtract(
+                             x, src, x.idx(0), i, j, d0, kReal);
+                       });
+      yMap = AffineMap::get(4, 0, {rewriter.getAffineConstantExpr(0), a, k},
+                            ctx);
+      auto xType = cast<RankedTensorType>(xs.getType());
+      SmallVector<OpFoldResult> offs(3, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = {
+          tensor::getMixedSize(rewriter, loc, xs, 0),
+          rewriter.getIndexAttr(xType.getDimSize(1)),
+          rewriter.getIndexAttr(kReal)};
+      SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+      if (xType.getDimSize(2) != kReal)
+        xs = tensor::ExtractSliceOp::create(rewriter, loc, xs, offs, sizes,
+                                            strides);
+    } else {
+      ys = lb.inOf(op, operands, 1);
     }
     Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()),
                                  LinalgBuilder::computeExtent(rt, 1),
@@ -55,16 +68,10 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
                                           ValueRange{lb.e.f32(0.0)},
                                           ValueRange{init})
                        .getResult(0);
-    MLIRContext *ctx = rewriter.getContext();
-    AffineExpr s = rewriter.getAffineDimExpr(0),
-               a = rewriter.getAffineDimExpr(1),
-               c = rewriter.getAffineDimExpr(2),
-               k = rewriter.getAffineDimExpr(3);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
         ValueRange{filled},
-        ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx),
-                            AffineMap::get(4, 0, {s, a, k}, ctx),
+        ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx), yMap,
                             AffineMap::get(4, 0, {s, a, c}, ctx)},
         {utils::IteratorType::parallel, utils::IteratorType::parallel,
          utils::IteratorType::parallel, utils::IteratorType::reduction},

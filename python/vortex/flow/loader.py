@@ -31,12 +31,14 @@ def load_module(file_path: str):
     in sys.modules (tracebacks, inspect and pickling find it there)."""
     if not os.path.isfile(file_path):
         raise FlowLoadError(f"File does not exist: {file_path}")
-    # A module already imported (a shipped flow of vortex.flows): running
-    # it again would register its flows twice.
+    # A shipped flow's own file (a module of vortex.flows, imported with
+    # vortex): running it again would register its flow twice. A user's
+    # file runs again on every load (it may have changed).
     real = os.path.realpath(file_path)
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and os.path.realpath(path) == real:
+        if name.startswith("vortex.flows.") and isinstance(path, str) and \
+                os.path.realpath(path) == real:
             return module
     mod_name = f"user_flow_{uuid.uuid4().hex}"
     spec = importlib.util.spec_from_file_location(mod_name, file_path)
