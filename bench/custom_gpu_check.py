@@ -173,13 +173,7 @@ def topk_sets(score, indptr, indices, conf):
 def run(out):
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += bool(ok)
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}: {what} {detail}")
+    report = gpu_check_cli.Report()
 
     for name, (flow, conf) in CASES.items():
         found = [f for f in os.listdir(os.path.join(out, name))
@@ -243,7 +237,7 @@ def run(out):
             ok, detail = False, str(err)[:300]
         report(ok, f"{name} on {dev.type}: decode = the indexer's selection, "
                "then float64 attention over it (rtol = atol = 2e-5)", detail)
-    return gpu_check_cli.summary(passed, failed)
+    return report.summary()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """What the GPU check scripts (learned_gpu_check, custom_gpu_check,
-int4_gpu_check, mla_gpu_check) share: their command line, `--build DIR
+reshape_gpu_check, int4_gpu_check, mla_gpu_check) share: their command line, `--build DIR
 [--chip CHIP]` on the machine with MLIR, then `--run DIR` on the GPU
 machine, the walk over a directory of manifests, the comparison of an
-attention result with its float64 reference, and their last line and exit
-status."""
+attention result with its float64 reference, their PASS/FAIL lines
+(`Report`), and their last line and exit status."""
 import argparse
 import glob
 import os
@@ -18,6 +18,22 @@ def summary(passed: int, failed: int) -> int:
     if passed + failed == 0:
         return 2
     return 1 if failed else 0
+
+
+class Report:
+    """`report(ok, what, detail="")` prints one `PASS: what detail` or
+    `FAIL: ...` line and counts it; `report.summary()` is `summary`'s."""
+
+    def __init__(self) -> None:
+        self.passed = self.failed = 0
+
+    def __call__(self, ok, what: str, detail: str = "") -> None:
+        self.passed += bool(ok)
+        self.failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'}: {what} {detail}")
+
+    def summary(self) -> int:
+        return summary(self.passed, self.failed)
 
 
 def run_manifests(out: str, check_flow) -> int:

@@ -233,13 +233,7 @@ def run(out):
     tq, tk = torch.from_numpy(q).to(dev), torch.from_numpy(k).to(dev)
     tip, tids = torch.from_numpy(indptr).to(dev), torch.from_numpy(ids).to(dev)
     saved = lm.saved_positions(indptr)
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += bool(ok)
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}: {what} {detail}")
+    report = gpu_check_cli.Report()
 
     for name, (flow, model, desc_model) in flows().items():
         path = os.path.join(out, f"{name}.manifest.json")
@@ -283,7 +277,7 @@ def run(out):
                    "written", str(e))
     check_full(out, dev, report)
     check_mla(out, dev, report)
-    return gpu_check_cli.summary(passed, failed)
+    return report.summary()
 
 
 if __name__ == "__main__":

@@ -102,13 +102,7 @@ def run(out):
         reserved_eos=CONFIG.reserved_eos))
     want_ip, want_ix = reference.topk_select(
         score, reference.Csr(indptr, ids), rcfg)
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += bool(ok)
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}: {what} {detail}")
+    report = gpu_check_cli.Report()
 
     # The saved positions: [0, n - eos) of the rows that need selection.
     saved = [p for r, n in enumerate(lengths) if n > rcfg.budget(n)
@@ -122,7 +116,7 @@ def run(out):
     report(sp.tolist() == list(want_ip) and
            si[:int(sp[-1])].tolist() == list(want_ix),
            f"reshape_probe on {dev.type}: selection == float64 top-k")
-    return gpu_check_cli.summary(passed, failed)
+    return report.summary()
 
 
 if __name__ == "__main__":

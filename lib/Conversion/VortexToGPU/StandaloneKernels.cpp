@@ -70,6 +70,31 @@ Value warpSumF32(Gen &g, Value v) {
                       .getShuffleResult());
   return v;
 }
+
+/// Records an indexer kernel whose grid is `perCTA` items of `lead` a CTA
+/// (times `gridZ`) and that writes no status.
+void recordItemsKernel(FlowContext &ctx, StringRef name, StringRef lead,
+                       int64_t perCTA, int64_t gridZ, int64_t sharedBytes,
+                       ArrayRef<Param> params, const std::string &read0,
+                       const std::string &read1, const std::string &write,
+                       StringRef choice) {
+  KernelRecord rec;
+  rec.name = name.str();
+  rec.step = Step::Indexer;
+  rec.grid = GridKind::Items;
+  rec.itemsOf = lead.str();
+  rec.perCTA = perCTA;
+  rec.gridZ = gridZ;
+  rec.threads = kThreads;
+  rec.sharedBytes = sharedBytes;
+  rec.params.assign(params.begin(), params.end());
+  rec.reads = {read0};
+  if (!read1.empty())
+    rec.reads.push_back(read1);
+  rec.writes = {write};
+  rec.choice = choice.str();
+  ctx.abi.kernels.push_back(rec);
+}
 } // namespace
 
 bool mlir::vortex::gpugen::isStreamedGemm(Operation *op) {
@@ -245,21 +270,11 @@ void emitStreamedGemmVariant(FlowContext &ctx, GeMMOp op, StringRef name,
   gpu::ReturnOp::create(b, loc);
   keepLoopsRolled(func);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.grid = GridKind::Items;
-  rec.itemsOf = abi::kRows.str();
-  rec.perCTA = kRowsPerCTA;
-  rec.gridZ = splitK ? (S.oD0 + perZ - 1) / perZ
-                     : (S.oD0 + kWarps - 1) / kWarps;
-  rec.threads = kThreads;
-  rec.sharedBytes = splitK ? kWarps * kRowsPerCTA * 4 : 0;
-  rec.params.assign(params.begin(), params.end());
-  rec.reads = {xBuf, yBuf};
-  rec.writes = {oBuf};
-  rec.choice = choice.str();
-  ctx.abi.kernels.push_back(rec);
+  recordItemsKernel(ctx, name, abi::kRows, kRowsPerCTA,
+                    splitK ? (S.oD0 + perZ - 1) / perZ
+                           : (S.oD0 + kWarps - 1) / kWarps,
+                    splitK ? kWarps * kRowsPerCTA * 4 : 0, params, xBuf,
+                    yBuf, oBuf, choice);
 }
 } // namespace
 
@@ -343,16 +358,7 @@ LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,
   gpu::ReturnOp::create(b, loc);
   keepLoopsRolled(func);
 
-  KernelRecord rec;
-  rec.name = name.str();
-  rec.step = Step::Indexer;
-  rec.grid = GridKind::Items;
-  rec.itemsOf = lead;
-  rec.perCTA = 1;
-  rec.threads = kThreads;
-  rec.params.assign(params.begin(), params.end());
-  rec.reads = {inBuf};
-  rec.writes = {outBuf};
-  ctx.abi.kernels.push_back(rec);
+  recordItemsKernel(ctx, name, lead, 1, 1, 0, params, inBuf, "", outBuf,
+                    "");
   return success();
 }
