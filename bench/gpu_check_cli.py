@@ -1,6 +1,6 @@
 """What the GPU check scripts (learned_gpu_check, custom_gpu_check,
-reshape_gpu_check, int4_gpu_check, mla_gpu_check) share: their command line, `--build DIR
-[--chip CHIP]` on the machine with MLIR, then `--run DIR` on the GPU
+reshape_gpu_check, int4_gpu_check, mla_gpu_check) share: their command
+line, `--build DIR [--chip CHIP]` on the machine with MLIR, then `--run DIR` on the GPU
 machine, the walk over a directory of manifests, the comparison of an
 attention result with its float64 reference, their PASS/FAIL lines
 (`Report`), and their last line and exit status."""
