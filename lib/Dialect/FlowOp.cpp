@@ -267,12 +267,22 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
               GeMVOp, SumOp, TransposeOp, KronOp>(op))
         return op.emitOpError("is an indexer-side op and cannot appear in "
                               "the cache body");
+      // A learned descriptor is the one standalone cache op: its own kernel
+      // reads a pool and writes a field, so nothing else is split.
+      if (auto ld = dyn_cast<LearnedDescriptorOp>(op)) {
+        if (flow.getConfig().isInt4KV())
+          return op.emitOpError("reads a packed int4 pool; learned "
+                                "descriptors read bf16, f16, f32 or fp8 "
+                                "pools");
+        continue;
+      }
       auto sched = dyn_cast<ScheduledOpInterface>(op);
       if (sched && sched.getSchedule() == Schedule::S)
         return op.emitOpError("is standalone (schedule S); the cache side "
                               "fuses every op into one per-block kernel");
-    } else if (isa<FillOp, WriteOp, MaxInterleaveOp, MinInterleaveOp,
-                   MeanInterleaveOp, L2NormInterleaveOp>(op)) {
+    } else if (isa<FillOp, WriteOp, LearnedDescriptorOp, MaxInterleaveOp,
+                   MinInterleaveOp, MeanInterleaveOp, L2NormInterleaveOp>(
+                   op)) {
       return op.emitOpError("is a cache-side op and cannot appear in the "
                             "indexer body");
     }
@@ -449,14 +459,30 @@ static LogicalResult verifySelection(FlowOp flow) {
   return success();
 }
 
+/// Whether `user` writes the field `f` (it may also read it, or read it as
+/// another operand: a learned descriptor reads a pool).
+static bool writesField(Operation *user, Value f) {
+  if (auto w = dyn_cast<WriteOp>(user))
+    return w.getField() == f;
+  if (auto s = dyn_cast<SaveOp>(user))
+    return s.getField() == f;
+  if (auto fill = dyn_cast<FillOp>(user))
+    return fill.getField() == f;
+  if (auto d = dyn_cast<LearnedDescriptorOp>(user))
+    return d.getField() == f;
+  return false;
+}
+
 /// k and v belong to the runtime; every declared field has a writer (cache
-/// write/fill or indexer save) and a reader on the indexer side.
+/// write/fill/learned descriptor or indexer save) and a reader on the
+/// indexer side.
 static LogicalResult verifyFieldUse(FlowOp flow, ArrayRef<FieldAttr> fields) {
   Block &cache = flow.getCacheBody(), &indexer = flow.getIndexerBody();
   for (unsigned i = 0; i < 2; ++i)
     for (Block *b : {&cache, &indexer})
-      for (Operation *user : b->getArgument(b == &cache ? i : i + 2).getUsers())
-        if (isa<WriteOp, FillOp, SaveOp>(user))
+      for (Value pool = b->getArgument(b == &cache ? i : i + 2);
+           Operation *user : pool.getUsers())
+        if (writesField(user, pool))
           return user->emitOpError("writes '")
                  << (i == 0 ? "k" : "v")
                  << "', which only the runtime writes";
@@ -484,17 +510,19 @@ static LogicalResult verifyFieldUse(FlowOp flow, ArrayRef<FieldAttr> fields) {
     }
     bool written =
         llvm::any_of(cacheArg.getUsers(),
-                     [](Operation *u) { return isa<WriteOp, FillOp>(u); }) ||
-        llvm::any_of(indexerArg.getUsers(),
-                     [](Operation *u) { return isa<SaveOp>(u); });
+                     [&](Operation *u) { return writesField(u, cacheArg); }) ||
+        llvm::any_of(indexerArg.getUsers(), [&](Operation *u) {
+          return writesField(u, indexerArg);
+        });
     // A field the indexer never reads is allowed, as in vortex_torch: a
     // flow may write a dummy field so its cache program has an output. It
     // is still allocated and written.
     if (!written)
       return flow.emitOpError("cache field '")
              << f.getName().getValue()
-             << "' is never written (by vortex.write or vortex.fill on the "
-                "cache side, or vortex.save on the indexer side)";
+             << "' is never written (by vortex.write, vortex.fill or "
+                "vortex.learned_descriptor on the cache side, or vortex.save "
+                "on the indexer side)";
   }
   return success();
 }
@@ -517,9 +545,10 @@ static LogicalResult verifyMLAPool(FlowOp flow) {
   return success();
 }
 
-/// A parameter over the tile bound is streamed from memory by the one op
-/// that can: GeMM's standalone parameter path, reading it as `y`. Any other
-/// use would hold it in a tile (docs/contract.md, "Bounds").
+/// A parameter over the tile bound is streamed from memory by the ops that
+/// can: GeMM's standalone parameter path, reading it as `y`, and a learned
+/// descriptor's `proj`. Any other use would hold it in a tile
+/// (docs/contract.md, "Bounds").
 static LogicalResult verifyStreamedParams(FlowOp flow,
                                           ArrayRef<FieldAttr> params) {
   // The parameters are the last arguments of both bodies.
@@ -532,12 +561,15 @@ static LogicalResult verifyStreamedParams(FlowOp flow,
         auto gemm = dyn_cast<GeMMOp>(use.getOwner());
         if (gemm && use.getOperandNumber() == 1)
           continue;
+        if (isa<LearnedDescriptorOp>(use.getOwner()) &&
+            use.getOperandNumber() == 2)
+          continue;
         return use.getOwner()->emitOpError("reads the parameter [")
                << t.getD0() << ", " << t.getD1() << "] as operand "
                << use.getOperandNumber()
                << "; a parameter over the tile bound (" << kMaxTileElements
                << " elements, padded) is streamed and may only be GeMM's "
-                  "weight y";
+                  "weight y or a learned descriptor's proj";
       }
     }
   }

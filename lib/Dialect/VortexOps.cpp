@@ -182,6 +182,18 @@ LogicalResult GeMMOp::verify() {
            << " (GeMM(x, y) = y x^T needs equal last extents)";
   // A parameter y is vortex_torch's compute_param path (standalone, batched
   // x, batched result); a parameter x broadcasts like a batched row.
+  int64_t groups = getNumGroups();
+  if (groups > 1) {
+    if (!y.isParameter())
+      return emitOpError("groups = ")
+             << groups << " requires a 'parameter' weight y (per-group "
+             << "weights run on the standalone parameter path), got '"
+             << fmtName(y.getFormatKind()) << "'";
+    if (x.getD0() % groups || y.getD0() % groups)
+      return emitOpError("groups = ")
+             << groups << " must divide the rows of x and y, got "
+             << shapeStr(x) << " and " << shapeStr(y);
+  }
   if (y.isParameter()) {
     if (!x.isBatched())
       return emitOpError("a 'parameter' weight requires a 'batched' x, got '")
@@ -190,11 +202,15 @@ LogicalResult GeMMOp::verify() {
       return emitOpError("GeMM with a 'parameter' weight produces a "
                          "'batched' result, got '")
              << fmtName(out.getFormatKind()) << "'";
-    return expectInner(*this, out, y.getD0(), x.getD0());
+    return expectInner(*this, out, y.getD0(), x.getD0() / groups);
   }
   if (failed(verifyWorkloadResult(*this, {x, y}, out)))
     return failure();
   return expectInner(*this, out, y.getD0(), x.getD0());
+}
+
+bool GeMMOp::readsStreamedWeight() {
+  return getNumGroups() > 1 || vt(getY()).isStreamedParameter();
 }
 
 LogicalResult GeMVOp::verify() {
@@ -380,6 +396,48 @@ LogicalResult WriteOp::verify() {
     return emitOpError("value must be a 'ragged' per-block tensor, got '")
            << fmtName(v.getFormatKind()) << "'";
   return verifySameInner(*this, v, f);
+}
+
+int64_t LearnedDescriptorOp::getLandmarks() {
+  return vt(getMix()).getD0() / getHeads();
+}
+
+int64_t LearnedDescriptorOp::getRank() {
+  return vt(getProj()).getD0() / getHeads();
+}
+
+LogicalResult LearnedDescriptorOp::verify() {
+  VTensorType x = vt(getBlock()), mix = vt(getMix()), proj = vt(getProj()),
+              f = vt(getField());
+  if (failed(verifyFieldOperand(*this, getField(), /*allowSlotted=*/false,
+                                /*writes=*/true)))
+    return failure();
+  if (!x.isPaged())
+    return emitOpError("block must be a 'paged' pool, got '")
+           << fmtName(x.getFormatKind()) << "'";
+  for (auto [name, w] : {std::pair<StringRef, VTensorType>{"mix", mix},
+                         {"proj", proj}})
+    if (!w.isParameter())
+      return emitOpError(name) << " must be a 'parameter', got '"
+                               << fmtName(w.getFormatKind()) << "'";
+  int64_t heads = getHeads();
+  if (mix.getD0() % heads || proj.getD0() % heads)
+    return emitOpError("heads = ")
+           << heads << " must divide the rows of mix " << shapeStr(mix)
+           << " and proj " << shapeStr(proj);
+  if (mix.getD1() != x.getD0())
+    return emitOpError("mix ")
+           << shapeStr(mix) << " must weight the block's " << x.getD0()
+           << " tokens (mix [H m, bs])";
+  if (proj.getD1() != x.getD1())
+    return emitOpError("proj ")
+           << shapeStr(proj) << " must compress the block's " << x.getD1()
+           << " channels (proj [H r, d])";
+  if (f.getD0() != mix.getD0() || f.getD1() != getRank())
+    return emitOpError("field ")
+           << shapeStr(f) << " must be [H m, r] = [" << mix.getD0() << ", "
+           << getRank() << "]";
+  return success();
 }
 
 LogicalResult SaveOp::verify() {

@@ -31,7 +31,9 @@ bool isWorkloadOp(Operation *op) {
 
 /// The field an op reads or writes through its memory effects, if any.
 Value touchedField(Operation *op, bool &writes) {
-  writes = isa<SaveOp, WriteOp, FillOp>(op);
+  writes = isa<SaveOp, WriteOp, FillOp, LearnedDescriptorOp>(op);
+  if (auto d = dyn_cast<LearnedDescriptorOp>(op))
+    return d.getField();
   if (auto s = dyn_cast<SaveOp>(op))
     return s.getField();
   if (auto w = dyn_cast<WriteOp>(op))

@@ -67,11 +67,11 @@ struct VortexMaskPaddingPass
           masks.push_back({&in, neutralOf(red.getReduceKind())});
         return;
       }
-      // A GeMM with a streamed weight contracts over the real extent on
-      // both back ends (its GPU kernel, ContractionToLinalg.cpp): nothing
-      // to mask, and the weight is never held as a tile.
+      // A GeMM with a streamed or grouped weight contracts over the real
+      // extent on both back ends (its GPU kernel, ContractionToLinalg.cpp):
+      // nothing to mask, and the weight is never held as a tile.
       if (auto gemm = dyn_cast<GeMMOp>(op))
-        if (cast<VTensorType>(gemm.getY().getType()).isStreamedParameter())
+        if (gemm.readsStreamedWeight())
           return;
       if (isa<GeMMOp, GeMVOp>(op))
         for (OpOperand &in : op->getOpOperands())

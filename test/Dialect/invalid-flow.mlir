@@ -863,7 +863,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p) {
 !o = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
 #cfg = #vortex.config<block_size = 1, page_size = 1, head_dim = 1, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
 
-// expected-error @+1 {{'vortex.flow' op cache field 'c' is never written (by vortex.write or vortex.fill on the cache side, or vortex.save on the indexer side)}}
+// expected-error @+1 {{'vortex.flow' op cache field 'c' is never written (by vortex.write, vortex.fill or vortex.learned_descriptor on the cache side, or vortex.save on the indexer side)}}
 vortex.flow @f config = #cfg fields(c = [1, 1])
 cache(%k: !p, %v: !p, %c: !p) {
 }

@@ -71,6 +71,12 @@ def Vortex_GeMMOp : Vortex_SchedOp<"gemm", [Pure]> {
     parameter (vortex_torch's `compute_param` path) the op is scheduled
     standalone, `x` must be batched and the result is batched `[B, Ny, Nx]`.
 
+    `groups = G` (a parameter `y` only) contracts each of G row groups of
+    `y` with the same group of `x` alone, vortex_torch's per-head weights
+    (`FactorScore`'s `u_h = Wq[h]^T q_h`):
+    `O[s, g Ny/G + a, b] = sum_k Y[g Ny/G + a, k] * X[s, g Nx/G + b, k]`,
+    result `[B, Ny, Nx/G]`. It runs as the streamed GeMM does.
+
     ```mlir
     %s = vortex.gemm %q, %centroids
         : (!vortex.vtensor<?x8x128xbf16, #vortex.format<batched>>,
@@ -78,10 +84,19 @@ def Vortex_GeMMOp : Vortex_SchedOp<"gemm", [Pure]> {
         -> !vortex.vtensor<?x1x8xbf16, #vortex.format<ragged>>
     ```
   }];
-  let arguments = (ins Vortex_FloatVTensor:$x, Vortex_FloatVTensor:$y);
+  let arguments = (ins Vortex_FloatVTensor:$x, Vortex_FloatVTensor:$y,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$groups);
   let results = (outs Vortex_FloatVTensor:$result);
   let assemblyFormat = "$x `,` $y attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// G of `groups` (1 when absent).
+    int64_t getNumGroups() { return getGroups().value_or(1); }
+    /// Whether the weight is read from memory as a stream, over the real
+    /// k (a parameter over the tile bound, or any grouped GeMM), not held
+    /// as a tile: MaskPadding leaves it, both back ends contract it alone.
+    bool readsStreamedWeight();
+  }];
 }
 
 def Vortex_GeMVOp : Vortex_WOp<"gemv", [Pure]> {
@@ -501,6 +516,47 @@ def Vortex_WriteOp : Vortex_WOp<"write"> {
                        Arg<Vortex_FloatVTensor, "the field", [MemWrite]>:$field);
   let assemblyFormat = "$value `into` $field attr-dict `:` type($value) `into` type($field)";
   let hasVerifier = 1;
+}
+
+def Vortex_LearnedDescriptorOp : Vortex_SOp<"learned_descriptor"> {
+  let summary = "cache side: learned per-head block descriptors into a field";
+  let description = [{
+    vortex_torch's `LearnedDescriptor(Wt, Wk, H, m, r)(x, F)`: for each
+    completed block `x [bs, d]` (a k, v or latent pool of the cache body),
+    `F[block, h m + j, i] = sum_e (sum_t mix[h m + j, t] x[t, e]) *
+    proj[h r + i, e]`: the tokens mixed into `m` landmarks per head
+    (`mix [H m, bs]`, `mix[h m + j, t] = Wt[h, t, j]`), each compressed by
+    its head's channel weight (`proj [H r, d]`, `proj[h r + i, e] =
+    Wk[h, e, i]`). `heads = H`; `m` and `r` follow from the parameters. The
+    field is paged `[H m, r]`.
+
+    Standalone (schedule S, as in vortex_torch): its own kernel per block,
+    which reads `proj` from memory, so `proj` may be a streamed parameter
+    (docs/contract.md, "Bounds").
+
+    ```mlir
+    vortex.learned_descriptor %k, %descriptor_mix, %descriptor_proj
+        into %descriptors {heads = 8 : i64}
+        : !vortex.vtensor<?x16x128xbf16, #vortex.format<paged>>,
+          !vortex.vtensor<1x16x16xbf16, #vortex.format<parameter>>,
+          !vortex.vtensor<1x64x128xbf16, #vortex.format<parameter>>
+          into !vortex.vtensor<?x16x8xbf16, #vortex.format<paged>>
+    ```
+  }];
+  let arguments = (ins Vortex_FloatVTensor:$block, Vortex_FloatVTensor:$mix,
+                       Vortex_FloatVTensor:$proj,
+                       Arg<Vortex_FloatVTensor, "the field", [MemWrite]>:$field,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$heads);
+  let assemblyFormat = [{
+    $block `,` $mix `,` $proj `into` $field attr-dict `:` type($block) `,`
+    type($mix) `,` type($proj) `into` type($field)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Landmarks per head (m) and compressed channels (r).
+    int64_t getLandmarks();
+    int64_t getRank();
+  }];
 }
 
 def Vortex_SaveOp : Vortex_WOp<"save"> {

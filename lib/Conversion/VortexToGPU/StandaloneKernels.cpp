@@ -99,8 +99,7 @@ void recordItemsKernel(FlowContext &ctx, StringRef name, StringRef lead,
 
 bool mlir::vortex::gpugen::isStreamedGemm(Operation *op) {
   auto gemm = dyn_cast<GeMMOp>(op);
-  return gemm &&
-         cast<VTensorType>(gemm.getY().getType()).isStreamedParameter();
+  return gemm && gemm.readsStreamedWeight();
 }
 
 /// The padded lanes of row `s`'s result in output row `a` (a >= Ny: every
