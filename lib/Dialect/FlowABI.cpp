@@ -60,12 +60,8 @@ static SmallVector<std::string> writtenFields(Block &body,
                                               unsigned firstCacheArg) {
   llvm::SmallDenseSet<Value> written;
   body.walk([&](Operation *op) {
-    if (auto save = dyn_cast<SaveOp>(op))
-      written.insert(save.getField());
-    else if (auto write = dyn_cast<WriteOp>(op))
-      written.insert(write.getField());
-    else if (auto fill = dyn_cast<FillOp>(op))
-      written.insert(fill.getField());
+    if (Value field = getWrittenField(op))
+      written.insert(field);
   });
   SmallVector<std::string> out;
   for (auto [i, name] : llvm::enumerate(names))

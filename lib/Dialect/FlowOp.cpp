@@ -459,18 +459,10 @@ static LogicalResult verifySelection(FlowOp flow) {
   return success();
 }
 
-/// Whether `user` writes the field `f` (it may also read it, or read it as
-/// another operand: a learned descriptor reads a pool).
+/// Whether `user` writes the field `f` (it may also read another operand:
+/// a learned descriptor reads a pool).
 static bool writesField(Operation *user, Value f) {
-  if (auto w = dyn_cast<WriteOp>(user))
-    return w.getField() == f;
-  if (auto s = dyn_cast<SaveOp>(user))
-    return s.getField() == f;
-  if (auto fill = dyn_cast<FillOp>(user))
-    return fill.getField() == f;
-  if (auto d = dyn_cast<LearnedDescriptorOp>(user))
-    return d.getField() == f;
-  return false;
+  return getWrittenField(user) == f;
 }
 
 /// k and v belong to the runtime; every declared field has a writer (cache

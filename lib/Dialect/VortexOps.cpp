@@ -398,6 +398,18 @@ LogicalResult WriteOp::verify() {
   return verifySameInner(*this, v, f);
 }
 
+Value mlir::vortex::getWrittenField(Operation *op) {
+  if (auto w = dyn_cast<WriteOp>(op))
+    return w.getField();
+  if (auto s = dyn_cast<SaveOp>(op))
+    return s.getField();
+  if (auto f = dyn_cast<FillOp>(op))
+    return f.getField();
+  if (auto d = dyn_cast<LearnedDescriptorOp>(op))
+    return d.getField();
+  return {};
+}
+
 int64_t LearnedDescriptorOp::getLandmarks() {
   return vt(getMix()).getD0() / getHeads();
 }
@@ -433,6 +445,10 @@ LogicalResult LearnedDescriptorOp::verify() {
     return emitOpError("proj ")
            << shapeStr(proj) << " must compress the block's " << x.getD1()
            << " channels (proj [H r, d])";
+  if (x.getD1() > kMaxDescriptorWidth)
+    return emitOpError("block width d = ")
+           << x.getD1() << " is over " << kMaxDescriptorWidth
+           << ": the kernel holds a token-mixed row of d f32 in shared memory";
   if (f.getD0() != mix.getD0() || f.getD1() != getRank())
     return emitOpError("field ")
            << shapeStr(f) << " must be [H m, r] = [" << mix.getD0() << ", "

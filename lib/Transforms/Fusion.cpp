@@ -31,15 +31,10 @@ bool isWorkloadOp(Operation *op) {
 
 /// The field an op reads or writes through its memory effects, if any.
 Value touchedField(Operation *op, bool &writes) {
-  writes = isa<SaveOp, WriteOp, FillOp, LearnedDescriptorOp>(op);
-  if (auto d = dyn_cast<LearnedDescriptorOp>(op))
-    return d.getField();
-  if (auto s = dyn_cast<SaveOp>(op))
-    return s.getField();
-  if (auto w = dyn_cast<WriteOp>(op))
-    return w.getField();
-  if (auto f = dyn_cast<FillOp>(op))
-    return f.getField();
+  Value written = getWrittenField(op);
+  writes = bool(written);
+  if (written)
+    return written;
   if (auto l = dyn_cast<LoadOp>(op))
     return l.getField();
   return {};

@@ -190,3 +190,15 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
   %t = vortex.max %s {dim = 1 : i64} : !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>> -> !s
   vortex.topk %t into %o : !s into !o
 }
+
+// -----
+
+!kv = !vortex.vtensor<?x4x8192xbf16, #vortex.format<paged>>
+!g  = !vortex.vtensor<?x4x4xbf16, #vortex.format<paged>>
+!mx = !vortex.vtensor<1x4x4xbf16, #vortex.format<parameter>>
+!pj = !vortex.vtensor<1x8x8192xbf16, #vortex.format<parameter>>
+func.func @block_width(%k: !kv, %m: !mx, %p: !pj, %g: !g) {
+  // expected-error @+1 {{'vortex.learned_descriptor' op block width d = 8192 is over 4096: the kernel holds a token-mixed row of d f32 in shared memory}}
+  vortex.learned_descriptor %k, %m, %p into %g {heads = 2 : i64} : !kv, !mx, !pj into !g
+  return
+}

@@ -33,10 +33,13 @@ inline constexpr int64_t kMaxInnerExtent = int64_t(1) << 16;
 /// 2.2 GB in convert-vortex-to-gpu).
 inline constexpr int64_t kMaxTileElements = int64_t(1) << 17;
 /// Elements of a padded parameter too large for a tile. Such a weight is
-/// never held: the one op that may read it, GeMM's standalone parameter
-/// path, streams it from memory (docs/contract.md, "Bounds"). 2^24 keeps
+/// never held: the ops that may read it, GeMM's standalone parameter path
+/// and a learned descriptor's proj, stream it from memory (docs/contract.md, "Bounds"). 2^24 keeps
 /// the CPU lowering's padded copy at 64 MiB of f32.
 inline constexpr int64_t kMaxStreamedElements = int64_t(1) << 24;
+/// Channels d of a learned descriptor's block: its GPU kernel holds one
+/// token-mixed row of d f32 in shared memory (16 KiB).
+inline constexpr int64_t kMaxDescriptorWidth = 4096;
 inline constexpr int64_t kMaxPageSize = int64_t(1) << 20;
 inline constexpr int64_t kMaxBudget = (int64_t(1) << 31) - 1;
 

@@ -24,4 +24,10 @@ LogicalResult verifySameShapeOp(Operation *op);
 #define GET_OP_CLASSES
 #include "Vortex/Dialect/VortexOps.h.inc"
 
+namespace mlir::vortex {
+/// The field `op` writes (vortex.write, vortex.fill, vortex.save or
+/// vortex.learned_descriptor), or null: the one list of field writers.
+Value getWrittenField(Operation *op);
+} // namespace mlir::vortex
+
 #endif // VORTEX_DIALECT_VORTEXOPS_H

@@ -35,7 +35,8 @@ LogicalResult emitSegmentKernel(FlowContext &ctx, Operation *op,
                                 StringRef name);
 
 /// Whether `op` is a GeMM whose parameter weight is streamed (over the
-/// tile bound): it gets emitStreamedGemmKernel, not a workload kernel.
+/// tile bound, or grouped): it gets emitStreamedGemmKernel, not a workload
+/// kernel.
 bool isStreamedGemm(Operation *op);
 /// Emits the kernels of a GeMM with a streamed parameter weight: two
 /// alternatives of one manifest choice, both 8 rows a CTA
@@ -45,6 +46,13 @@ LogicalResult emitStreamedGemmKernel(FlowContext &ctx, GeMMOp op,
 /// Whether `op` is a standalone (padded) reshape of a batched or ragged
 /// float value: it gets emitReshapeKernel, not a workload kernel.
 bool isCopiedReshape(Operation *op);
+
+/// Emits the kernel of a learned descriptor (cache side): it writes its
+/// field, a kernel of its own next to the cache's workload kernel
+/// (StandaloneKernels.cpp).
+LogicalResult emitLearnedDescriptorKernel(FlowContext &ctx,
+                                          LearnedDescriptorOp op,
+                                          StringRef name);
 /// Emits the copy kernel of a padded reshape (grid items of the result's
 /// lead, one a CTA; StandaloneKernels.cpp).
 LogicalResult emitReshapeKernel(FlowContext &ctx, ReshapeOp op,

@@ -1,16 +1,20 @@
 //===- StandaloneKernels.cpp - Standalone ops as plain kernels ------------===//
 //
-// Two standalone (Schedule.S) ops of the indexer whose work is a stream, not
-// a tile: each gets a plain kernel here instead of a workload kernel, which
-// would hold its operand as one padded tile per row.
+// Standalone (Schedule.S) ops whose work is a stream, not a tile: two of the
+// indexer and the learned descriptor of the cache side. Each gets a plain
+// kernel here instead of a workload kernel, which would hold its operand as
+// one padded tile per row.
 //
-// GeMM with a parameter weight over the tile bound. vortex_torch runs GeMM
-// with a PARAMETER weight standalone (a torch.matmul), so a learned weight
-// never enters a fused kernel. A weight that fits a tile is held by the
-// workload kernel like any other operand; a larger one (docs/contract.md,
-// "Bounds") is streamed from memory:
+// GeMM with a parameter weight over the tile bound, or grouped. vortex_torch
+// runs GeMM with a PARAMETER weight standalone (a torch.matmul), so a
+// learned weight never enters a fused kernel. A weight that fits a tile is
+// held by the workload kernel like any other operand; a larger one
+// (docs/contract.md, "Bounds") and a grouped GeMM's are streamed from
+// memory:
 //
-//   out[s, a, b] = sum_k y[a, k] * x[s, b, k]     (y [1, Ny, K] parameter)
+//   out[s, a, b] = sum_k y[a, k] * x[s, g Nx/G + b, k]  (g = a / (Ny/G);
+//                                        y [1, Ny, K] parameter; G = 1
+//                                        without groups)
 //
 // Two alternatives (a manifest `choice`: the runtime launches the first
 // whose grid fits in one wave). Grid (ceil(rows / 8), 1, D0'): CTA (c, a)
@@ -27,6 +31,14 @@
 // threads striding over the result's padded elements.
 //
 // Both store the padded lanes of their result as 0.
+//
+// A learned descriptor (cache side): grid (num_new, 1, H m); CTA (c, z)
+// mixes block c's tokens into landmark row z = h m + j in shared memory
+// (threads over the d channels, a loop over the bs tokens), then its warps
+// take the r outputs in turn, each the dot product of that row with
+// proj[h r + i] over d (lanes over d, proj read coalesced; a CTA of each
+// block reads it, from L2 after the first). Its stores go to the field's
+// real extents only, in the field's dtype.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,16 +83,16 @@ Value warpSumF32(Gen &g, Value v) {
   return v;
 }
 
-/// Records an indexer kernel whose grid is `perCTA` items of `lead` a CTA
-/// (times `gridZ`) and that writes no status.
-void recordItemsKernel(FlowContext &ctx, StringRef name, StringRef lead,
-                       int64_t perCTA, int64_t gridZ, int64_t sharedBytes,
-                       ArrayRef<Param> params, const std::string &read0,
-                       const std::string &read1, const std::string &write,
-                       StringRef choice) {
+/// Records a kernel of `step` whose grid is `perCTA` items of `lead` a CTA
+/// (times `gridZ`).
+void recordItemsKernel(FlowContext &ctx, StringRef name, Step step,
+                       StringRef lead, int64_t perCTA, int64_t gridZ,
+                       int64_t sharedBytes, ArrayRef<Param> params,
+                       ArrayRef<std::string> reads,
+                       ArrayRef<std::string> writes, StringRef choice) {
   KernelRecord rec;
   rec.name = name.str();
-  rec.step = Step::Indexer;
+  rec.step = step;
   rec.grid = GridKind::Items;
   rec.itemsOf = lead.str();
   rec.perCTA = perCTA;
@@ -88,10 +100,8 @@ void recordItemsKernel(FlowContext &ctx, StringRef name, StringRef lead,
   rec.threads = kThreads;
   rec.sharedBytes = sharedBytes;
   rec.params.assign(params.begin(), params.end());
-  rec.reads = {read0};
-  if (!read1.empty())
-    rec.reads.push_back(read1);
-  rec.writes = {write};
+  rec.reads.assign(reads.begin(), reads.end());
+  rec.writes.assign(writes.begin(), writes.end());
   rec.choice = choice.str();
   ctx.abi.kernels.push_back(rec);
 }
@@ -125,7 +135,9 @@ struct StreamedGemm {
   bool splitK;
   Value rows, x, y, out, shared, tid, warp, lane;
   SmallVector<Value> rowOf, valid;
-  int64_t ny, nx, k, xD0, xD1, yD1, oD0, oD1;
+  /// nx: the result's columns (x's rows of one group); nyPerGroup: y's
+  /// rows of one group (ny without groups).
+  int64_t ny, nx, nyPerGroup, k, xD0, xD1, yD1, oD0, oD1;
 
   /// Stores `v` (row r's sum) at out[rowOf[r], a, b] when the row is real.
   void store(Gen &g, Value v, int64_t r, Value a, Value bb) {
@@ -138,6 +150,8 @@ struct StreamedGemm {
   /// thread calls it (barriers), else every lane of the warp.
   void emitOutput(Gen &g, Value a, Value bb) {
     Value yRow = g.mul(a, g.idx(yD1));
+    // Group a / nyPerGroup of x's rows: x row (a / nyPerGroup) * nx + b.
+    Value xRow = g.add(g.mul(g.divU(a, g.idx(nyPerGroup)), g.idx(nx)), bb);
     int64_t span = 32 * kUnroll, stride = splitK ? span * kWarps : span;
     Value base = splitK ? g.add(lane, g.mul(warp, g.idx(span))) : lane;
     SmallVector<Value> zero(kRowsPerCTA, g.f32(0.0));
@@ -154,7 +168,7 @@ struct StreamedGemm {
                                 c.f32(0.0));
             for (int64_t r = 0; r < kRowsPerCTA; ++r) {
               Value xAt = c.add(c.add(c.mul(rowOf[r], c.idx(xD0 * xD1)),
-                                      c.mul(bb, c.idx(xD1))),
+                                      c.mul(xRow, c.idx(xD1))),
                                 at);
               next[r] = c.addF(next[r], c.mulF(wv, c.toF32(c.load(x, xAt))));
             }
@@ -225,8 +239,10 @@ void emitStreamedGemmVariant(FlowContext &ctx, GeMMOp op, StringRef name,
   S.splitK = splitK;
   std::tie(S.xD0, S.xD1) = strideExtents(ctx, xBuf);
   std::tie(S.oD0, S.oD1) = strideExtents(ctx, oBuf);
+  int64_t groups = op.getNumGroups();
   S.ny = yt.getD0();
-  S.nx = xt.getD0();
+  S.nx = xt.getD0() / groups;
+  S.nyPerGroup = S.ny / groups;
   S.k = yt.getD1();
   S.yD1 = strideExtents(ctx, yBuf).second;
   // splitK: output rows a CTA computes in turn (grid z stays within 65535).
@@ -269,11 +285,11 @@ void emitStreamedGemmVariant(FlowContext &ctx, GeMMOp op, StringRef name,
   gpu::ReturnOp::create(b, loc);
   keepLoopsRolled(func);
 
-  recordItemsKernel(ctx, name, abi::kRows, kRowsPerCTA,
+  recordItemsKernel(ctx, name, Step::Indexer, abi::kRows, kRowsPerCTA,
                     splitK ? (S.oD0 + perZ - 1) / perZ
                            : (S.oD0 + kWarps - 1) / kWarps,
-                    splitK ? kWarps * kRowsPerCTA * 4 : 0, params, xBuf,
-                    yBuf, oBuf, choice);
+                    splitK ? kWarps * kRowsPerCTA * 4 : 0, params,
+                    {xBuf, yBuf}, {oBuf}, choice);
 }
 } // namespace
 
@@ -357,7 +373,166 @@ LogicalResult mlir::vortex::gpugen::emitReshapeKernel(FlowContext &ctx,
   gpu::ReturnOp::create(b, loc);
   keepLoopsRolled(func);
 
-  recordItemsKernel(ctx, name, lead, 1, 1, 0, params, inBuf, "", outBuf,
-                    "");
+  recordItemsKernel(ctx, name, Step::Indexer, lead, 1, 1, 0, params,
+                    {inBuf}, {outBuf}, "");
+  return success();
+}
+
+namespace {
+/// The learned descriptor kernel's values (see the file comment).
+struct LearnedDescriptor {
+  Value x, mix, proj, field, shared, tid, warp, lane;
+  int64_t bs, d, m, r, hm, xStride, mixD1, projD1, fieldRow, fD1;
+  Type fieldType;
+
+  /// shared[e] = sum_t mix[row, t] x[block, t, e]: the block's tokens
+  /// mixed into landmark `row`, the CTA's threads striding over e.
+  void emitMix(Gen &g, Value base, Value row) {
+    Value mixRow = g.mul(row, g.idx(mixD1));
+    strided(g, g.idx(0), g.idx(d), tid, kThreads, {},
+            [&](Gen &c, Value e, ValueRange) -> SmallVector<Value> {
+              auto loop = c.forLoop(
+                  c.idx(0), c.idx(bs), {c.f32(0.0)},
+                  [&](Gen &t, Value tok, ValueRange acc) -> SmallVector<Value> {
+                    Value w = t.toF32(t.load(mix, t.add(mixRow, tok)));
+                    Value v = t.toF32(t.load(
+                        x, t.add(base, t.add(t.mul(tok, t.idx(xStride)), e))));
+                    return {t.addF(acc[0], t.mulF(w, v))};
+                  });
+              c.store(loop.getResult(0), shared, e);
+              return {};
+            });
+  }
+
+  /// field[block, row, i] = <shared, proj[h r + i]> for i < r, a warp per
+  /// i, its lanes striding over e (each proj row read coalesced).
+  void emitProject(Gen &g, Value fieldBase, Value row) {
+    Value h = g.divU(row, g.idx(m));
+    int64_t rounds = (r + kWarps - 1) / kWarps;
+    g.forLoop(g.idx(0), g.idx(rounds), {}, [&](Gen &c, Value it, ValueRange) {
+      Value i = c.add(c.mul(it, c.idx(kWarps)), warp);
+      c.ifThen(c.lt(i, c.idx(r)), [&](Gen &w) {
+        Value pRow = w.mul(w.add(w.mul(h, w.idx(r)), i), w.idx(projD1));
+        int64_t span = 32 * kUnroll;
+        auto loop = w.forLoop(
+            w.idx(0), w.idx((d + span - 1) / span), {w.f32(0.0)},
+            [&](Gen &k, Value j, ValueRange acc) -> SmallVector<Value> {
+              Value sum = acc[0];
+              for (int64_t u = 0; u < kUnroll; ++u) {
+                Value e = k.add(lane, k.add(k.mul(j, k.idx(span)),
+                                            k.idx(32 * u)));
+                Value in = k.lt(e, k.idx(d));
+                Value at = k.select(in, e, k.idx(0));
+                Value term = k.mulF(k.load(shared, at),
+                                    k.toF32(k.load(proj, k.add(pRow, at))));
+                sum = k.addF(sum, k.select(in, term, k.f32(0.0)));
+              }
+              return {sum};
+            });
+        Value total = warpSumF32(w, loop.getResult(0));
+        w.ifThen(w.cmpI(arith::CmpIPredicate::eq, lane, w.idx(0)),
+                 [&](Gen &o) {
+                   o.store(o.fromF32(total, fieldType), field,
+                           o.add(fieldBase, o.add(o.mul(row, o.idx(fD1)), i)));
+                 });
+      });
+      return SmallVector<Value>{};
+    });
+  }
+};
+} // namespace
+
+LogicalResult mlir::vortex::gpugen::emitLearnedDescriptorKernel(
+    FlowContext &ctx, LearnedDescriptorOp op, StringRef name) {
+  MLIRContext *mctx = op->getContext();
+  Location loc = op.getLoc();
+  std::string xBuf = ctx.bufferOf.lookup(op.getBlock());
+  std::string mBuf = ctx.bufferOf.lookup(op.getMix());
+  std::string pBuf = ctx.bufferOf.lookup(op.getProj());
+  std::string fBuf = ctx.bufferOf.lookup(op.getField());
+  if (xBuf.empty() || mBuf.empty() || pBuf.empty() || fBuf.empty())
+    return op.emitOpError("reads a value that no buffer holds");
+  auto xt = cast<VTensorType>(op.getBlock().getType());
+  LearnedDescriptor L;
+  L.bs = xt.getD0();
+  L.d = xt.getD1();
+  L.m = op.getLandmarks();
+  L.r = op.getRank();
+  L.hm = cast<VTensorType>(op.getMix().getType()).getD0();
+  L.xStride = strideExtents(ctx, xBuf).second;
+  int64_t xBlock = strideExtents(ctx, xBuf).first * L.xStride;
+  L.mixD1 = strideExtents(ctx, mBuf).second;
+  L.projD1 = strideExtents(ctx, pBuf).second;
+  auto [fD0, fD1] = strideExtents(ctx, fBuf);
+  L.fD1 = fD1;
+  L.fieldType = ctx.abi.tensors[fBuf].elementType;
+  // Landmark rows a CTA computes in turn (grid z stays within 65535).
+  int64_t perZ = (L.hm + kMaxGridZ - 1) / kMaxGridZ;
+  std::string status = ctx.statusBuffer();
+  Type i32 = IntegerType::get(mctx, 32);
+
+  SmallVector<Param> params = {
+      {abi::kBlockIds.str(), true, i32},
+      {abi::kNumNew.str(), false, {}},
+      {xBuf, true, ctx.abi.tensors[xBuf].elementType},
+      {mBuf, true, ctx.abi.tensors[mBuf].elementType},
+      {pBuf, true, ctx.abi.tensors[pBuf].elementType},
+      {fBuf, true, L.fieldType},
+      {status, true, i32},
+      {abi::kNumBlocks.str(), false, {}}};
+  OpBuilder b(ctx.module.getBody(), ctx.module.getBody()->end());
+  gpu::GPUFuncOp func = createKernel(ctx, b, loc, name, params, kThreads);
+  Gen g{b, loc};
+  Value blockIds = func.getArgument(0);
+  Value numNew = g.toIndex(func.getArgument(1));
+  L.x = func.getArgument(2);
+  L.mix = func.getArgument(3);
+  L.proj = func.getArgument(4);
+  L.field = func.getArgument(5);
+  Value statusBuf = func.getArgument(6);
+  Value numBlocks = g.toIndex(func.getArgument(7));
+  L.shared = sharedBuffer(func, L.d, b.getF32Type());
+  Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value z = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  L.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  L.lane = g.remU(L.tid, g.idx(32));
+  L.warp = g.divU(L.tid, g.idx(32));
+  // Every condition below is uniform over the CTA, so every thread reaches
+  // the barriers. A negative id completes no block (skipped); one >=
+  // num_blocks is recorded (docs/gpu.md, "Guards") and skipped.
+  g.ifThen(g.lt(item, numNew), [&](Gen &h) {
+    Value id = h.toIndex(h.load(blockIds, item));
+    Value isBlock = h.cmpI(arith::CmpIPredicate::sge, id, h.idx(0));
+    Value inRange = h.lt(id, numBlocks);
+    Value reporter = h.andI(
+        h.cmpI(arith::CmpIPredicate::eq, L.tid, h.idx(0)),
+        h.cmpI(arith::CmpIPredicate::eq, z, h.idx(0)));
+    h.ifThen(h.andI(reporter, h.andI(isBlock, h.notI(inRange))),
+             [&](Gen &c) {
+               c.recordStatus(statusBuf, abi::kBadBlockId, id, item);
+             });
+    h.ifThen(h.andI(isBlock, inRange), [&](Gen &c) {
+      Value base = c.mul(id, c.idx(xBlock));
+      Value fieldBase = c.mul(id, c.idx(fD0 * fD1));
+      c.forLoop(c.idx(0), c.idx(perZ), {}, [&](Gen &w, Value j, ValueRange) {
+        Value row = w.add(w.mul(z, w.idx(perZ)), j);
+        w.ifThen(w.lt(row, w.idx(L.hm)), [&](Gen &k) {
+          L.emitMix(k, base, row);
+          gpu::BarrierOp::create(k.b, k.loc);
+          L.emitProject(k, fieldBase, row);
+          // The next row writes the shared row again.
+          gpu::BarrierOp::create(k.b, k.loc);
+        });
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  gpu::ReturnOp::create(b, loc);
+  keepLoopsRolled(func);
+
+  recordItemsKernel(ctx, name, Step::Cache, abi::kNumNew, 1,
+                    (L.hm + perZ - 1) / perZ, L.d * 4, params,
+                    {xBuf, mBuf, pBuf, abi::kBlockIds.str()},
+                    {fBuf, status}, "");
   return success();
 }

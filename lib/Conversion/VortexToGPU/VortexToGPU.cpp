@@ -206,10 +206,19 @@ LogicalResult lowerFlow(FlowOp flow,
       return failure();
   }
   counter = 0;
-  for (Operation &op : cache)
-    if (failed(workload(&op, base + "_cache_w" + std::to_string(counter++),
-                        false)))
+  for (Operation &op : cache) {
+    std::string suffix = std::to_string(counter++);
+    if (auto ld = dyn_cast<LearnedDescriptorOp>(op)) {
+      // Plan-only reports workload plans; this kernel has none.
+      if (!options.planOnly &&
+          failed(emitLearnedDescriptorKernel(ctx, ld, base + "_cache_d" +
+                                                          suffix)))
+        return failure();
+      continue;
+    }
+    if (failed(workload(&op, base + "_cache_w" + suffix, false)))
       return failure();
+  }
   if (options.planOnly) {
     // The plans were the output: the other kernels go, the flow stays.
     ctx.module.erase();
