@@ -708,8 +708,8 @@ def Vortex_CustomCallOp : Vortex_SOp<"custom_call"> {
     (`vortex.register_op(name, fn, shape_rule)`, docs/python.md). The
     compiler knows only what the registration declared: the operands and
     the result's shape, format and dtype (the shape rule's answer, written
-    by the tracer). Indexer side only: the cache step is one fused kernel
-    per completed block, with no place for a host call. Operands and the
+    by the tracer). Indexer side only: the cache step runs kernels per
+    completed block, with no place for a host call. Operands and the
     result are RAGGED (one entry per CSR position) or BATCHED (one per row)
     float values.
 
