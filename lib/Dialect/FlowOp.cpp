@@ -260,6 +260,13 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
     if (!isa_and_nonnull<VortexDialect>(op.getDialect()))
       return op.emitOpError("is not a vortex op; a flow body holds only "
                             "vortex ops");
+    // A writer stores into the field's storage: a computed value of a
+    // field's type (a masked copy) has none.
+    if (Value field = getWrittenField(&op);
+        field && !isa<BlockArgument>(field))
+      return op.emitOpError("writes a computed value; it must write a field "
+                            "of the flow (an argument of the ")
+             << sideName << " body)";
     if (side == Side::Cache) {
       // vortex_torch.cache exports no Sum, GeMV, Transpose or Kron
       // (reference, 2.2).

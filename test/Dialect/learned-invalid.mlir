@@ -202,3 +202,33 @@ func.func @block_width(%k: !kv, %m: !mx, %p: !pj, %g: !g) {
   vortex.learned_descriptor %k, %m, %p into %g {heads = 2 : i64} : !kv, !mx, !pj into !g
   return
 }
+
+// -----
+
+// A writer's field must be a field of the flow: a masked copy of one has
+// no storage to write.
+!kv = !vortex.vtensor<?x4x8xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x2x8xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!g  = !vortex.vtensor<?x4x4xbf16, #vortex.format<paged>>
+!mx = !vortex.vtensor<1x4x4xbf16, #vortex.format<parameter>>
+!pj = !vortex.vtensor<1x8x8xbf16, #vortex.format<parameter>>
+!s4 = !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+vortex.flow @not_a_field
+    config = #vortex.config<block_size = 4, page_size = 4, head_dim = 8,
+        group_size = 2, topk_val = 2, topk_ratio = 0.0, reserved_bos = 0,
+        reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+    fields(g = [4, 4]) params(mix = [4, 4], proj = [8, 8])
+cache(%k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
+  vortex.fill %g : !g
+  %masked = vortex.mask_lanes %g {value = 0.0 : f32} : !g -> !g
+  // expected-error @+1 {{'vortex.learned_descriptor' op writes a computed value; it must write a field of the flow (an argument of the cache body)}}
+  vortex.learned_descriptor %k, %mix, %proj into %masked {heads = 2 : i64}
+      : !kv, !mx, !pj into !g
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
+  %a = vortex.max %g {dim = 2 : i64} : !g -> !s4
+  %s = vortex.max %a {dim = 1 : i64} : !s4 -> !s
+  vortex.topk %s into %o : !s into !o
+}
