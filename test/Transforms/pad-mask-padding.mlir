@@ -248,9 +248,10 @@ indexer(%q: !q32, %o: !o, %k: !kv32, %v: !kv32, %centroids: !c) {
 
 // A streamed parameter (over the tile bound, [96, 2304] -> [128, 4096]
 // padded) is padded like any value, but neither operand of its GeMM is
-// masked: both back ends contract over the real extent only (on the CPU
-// the linalg.generic reads a slice of x and the weight's one row, both of
-// 2304 columns).
+// masked: both back ends contract over the real extents only (on the CPU
+// the linalg.generic reads a slice of x and the weight's one row as bound,
+// [1, 96, 2304], and its result [?, 96, 1] is widened to the padded
+// [?, 128, 1], padded lanes 0).
 
 !kv = !vortex.vtensor<?x16x96xbf16, #vortex.format<paged>>
 !c = !vortex.vtensor<?x1x96xbf16, #vortex.format<paged>>
@@ -290,4 +291,5 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %centroids: !c, %W: !w) {
 // LIN: #{{.+}} = affine_map<(d0, d1, d2, d3) -> (0, d1, d3)>
 // LIN-LABEL: func.func @streamed_indexer
 // LIN:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
-// LIN-SAME:      ins({{.*}} : tensor<?x1x2304xf32>, tensor<?x128x2304xf32>)
+// LIN-SAME:      ins({{.*}} : tensor<?x1x2304xf32>, tensor<1x96x2304xf32>) outs({{.*}} : tensor<?x96x1xf32>)
+// LIN:         linalg.generic {{.*}} outs({{.*}} : tensor<?x128x1xf32>)

@@ -2,7 +2,9 @@
 //
 // `out[s, a, c] = sum_k x[s, c, k] * y[s, a, k]` (vortex_torch's GeMM and
 // GeMV share the layout): a linalg.generic with one reduction iterator over
-// the shared axis, accumulating from 0.
+// the shared axis, accumulating from 0. A GeMM that streams its weight
+// (a parameter over the tile bound, or grouped: `groups = G`) contracts
+// over the real extents only, each output row group with its group of x.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,62 @@ using namespace mlir::vortex::linalg_lowering;
 
 namespace {
 
+/// The first (d0, d1) lanes of each row of `t`: `t` itself when it has
+/// them, else a slice (a padded value holds at least its real lanes).
+Value realLanes(OpBuilder &b, Location loc, Value t, int64_t d0, int64_t d1) {
+  auto type = cast<RankedTensorType>(t.getType());
+  if (type.getDimSize(1) == d0 && type.getDimSize(2) == d1)
+    return t;
+  SmallVector<OpFoldResult> offs(3, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, t, 0),
+                                     b.getIndexAttr(d0), b.getIndexAttr(d1)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, t, offs, sizes, strides);
+}
+
+/// `out[s, a, c] = sum_k x[s, xRow, k] * y[0, a, k]` over the real extents
+/// only (a streamed weight is not masked, MaskPadding.cpp, as on the GPU's
+/// streamed kernel), the weight read as its one row (s -> 0), never spread
+/// over the rows. With G groups, output row a of group a / (Ny/G) reads
+/// that group's rows of x: xRow = (a floordiv (Ny/G)) * (Nx/G) + c. Padded
+/// lanes of the result are 0, as the GPU kernel stores them.
+Value streamedContraction(GeMMOp op, ValueRange operands, LinalgBuilder &lb,
+                          OpBuilder &b) {
+  auto xt = cast<VTensorType>(op.getX().getType()),
+       yt = cast<VTensorType>(op.getY().getType()),
+       rt = cast<VTensorType>(op.getResult().getType());
+  int64_t groups = op.getNumGroups(), k = yt.getD1(), ny = yt.getD0(),
+          nx = xt.getD0(), nyG = ny / groups, nxG = nx / groups;
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  // Batched x into a batched result: no gather, its real lanes only.
+  Value xs = realLanes(b, loc, LinalgBuilder::readSource(operands[0]), nx, k);
+  Value ys = lb.padTo(LinalgBuilder::readSource(operands[1]), ny, k);
+  AffineExpr s = b.getAffineDimExpr(0), a = b.getAffineDimExpr(1),
+             c = b.getAffineDimExpr(2), kk = b.getAffineDimExpr(3);
+  AffineExpr xRow = groups == 1 ? c : a.floorDiv(nyG) * nxG + c;
+  Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()), ny, nxG);
+  Value filled = linalg::FillOp::create(b, loc, ValueRange{lb.e.f32(0.0)},
+                                        ValueRange{init})
+                     .getResult(0);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
+      ValueRange{filled},
+      ArrayRef<AffineMap>{
+          AffineMap::get(4, 0, {s, xRow, kk}, ctx),
+          AffineMap::get(4, 0, {b.getAffineConstantExpr(0), a, kk}, ctx),
+          AffineMap::get(4, 0, {s, a, c}, ctx)},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Emitter x{nb, l};
+        linalg::YieldOp::create(nb, l,
+                                x.addF(args[2], x.mulF(args[1], args[0])));
+      });
+  return lb.padTo(generic.getResult(0), LinalgBuilder::computeExtent(rt, 1),
+                  LinalgBuilder::computeExtent(rt, 2));
+}
+
 template <typename OpTy>
 struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
   using OpToLinalgPattern<OpTy>::OpToLinalgPattern;
@@ -25,42 +83,21 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
   LogicalResult lower(OpTy op, OpAdaptor adaptor, LinalgBuilder &lb,
                       ConversionPatternRewriter &rewriter) const override {
     ValueRange operands = adaptor.getOperands();
+    if constexpr (std::is_same_v<OpTy, GeMMOp>) {
+      if (op.readsStreamedWeight()) {
+        replaceOpWithConverted(rewriter, *this->getTypeConverter(), op,
+                               streamedContraction(op, operands, lb, rewriter));
+        return success();
+      }
+    }
     auto rt = cast<VTensorType>(op.getResult().getType());
-    Value xs = lb.inOf(op, operands, 0), ys;
+    Value xs = lb.inOf(op, operands, 0), ys = lb.inOf(op, operands, 1);
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     AffineExpr s = rewriter.getAffineDimExpr(0),
                a = rewriter.getAffineDimExpr(1),
                c = rewriter.getAffineDimExpr(2),
                k = rewriter.getAffineDimExpr(3);
-    AffineMap yMap = AffineMap::get(4, 0, {s, a, k}, ctx);
-    auto yt = cast<VTensorType>(op.getY().getType());
-    if (yt.isStreamedParameter()) {
-      // A streamed weight is not masked (MaskPadding.cpp): contract over
-      // the real k only, as the GPU's streamed kernel does, and read the
-      // weight as its one row (map s -> 0), never spread over the rows.
-      int64_t kReal = yt.getD1(), d0 = LinalgBuilder::computeExtent(yt, 1);
-      Value src = LinalgBuilder::readSource(operands[1]);
-      ys = lb.generate(lb.e.idx(1), d0, kReal,
-                       [&](Emitter &x, Value, Value i, Value j) {
-                         return LinalgBuilder::maskedExtract(
-                             x, src, x.idx(0), i, j, d0, kReal);
-                       });
-      yMap = AffineMap::get(4, 0, {rewriter.getAffineConstantExpr(0), a, k},
-                            ctx);
-      auto xType = cast<RankedTensorType>(xs.getType());
-      SmallVector<OpFoldResult> offs(3, rewriter.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes = {
-          tensor::getMixedSize(rewriter, loc, xs, 0),
-          rewriter.getIndexAttr(xType.getDimSize(1)),
-          rewriter.getIndexAttr(kReal)};
-      SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-      if (xType.getDimSize(2) != kReal)
-        xs = tensor::ExtractSliceOp::create(rewriter, loc, xs, offs, sizes,
-                                            strides);
-    } else {
-      ys = lb.inOf(op, operands, 1);
-    }
     Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()),
                                  LinalgBuilder::computeExtent(rt, 1),
                                  LinalgBuilder::computeExtent(rt, 2));
@@ -71,7 +108,8 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
         ValueRange{filled},
-        ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx), yMap,
+        ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx),
+                            AffineMap::get(4, 0, {s, a, k}, ctx),
                             AffineMap::get(4, 0, {s, a, c}, ctx)},
         {utils::IteratorType::parallel, utils::IteratorType::parallel,
          utils::IteratorType::parallel, utils::IteratorType::reduction},
@@ -80,7 +118,8 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
           linalg::YieldOp::create(nb, l,
                                   x.addF(args[2], x.mulF(args[1], args[0])));
         });
-    replaceOpWithConverted(rewriter, *this->getTypeConverter(), op, generic.getResult(0));
+    replaceOpWithConverted(rewriter, *this->getTypeConverter(), op,
+                           generic.getResult(0));
     return success();
   }
 };

@@ -3,6 +3,7 @@
 // load gathers a field's rows by block id from its value at the start of the
 // step; save, write and fill scatter rows into the field's latest value,
 // which the step writes back once at its end (LinalgBuilder.h, step state).
+// learned_descriptor is a writer whose rows are two contractions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "Vortex/Conversion/VortexToLinalg/VortexToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 using namespace mlir;
 using namespace mlir::vortex;
@@ -101,10 +103,79 @@ struct FillToLinalg : WriterToLinalg<FillOp> {
   }
 };
 
+/// `acc[s, a, c] += lhs[lhsMap] * rhs[rhsMap]` over loops (s, a, c, t), t
+/// the reduction, into a [lead, d0, d1] tensor from 0.
+Value contract(LinalgBuilder &lb, Value lhs, AffineMap lhsMap, Value rhs,
+               AffineMap rhsMap, Value lead, int64_t d0, int64_t d1) {
+  OpBuilder &b = lb.b;
+  Value init = lb.emptyTensor(lead, d0, d1);
+  Value filled = linalg::FillOp::create(b, lb.loc, ValueRange{lb.e.f32(0.0)},
+                                        ValueRange{init})
+                     .getResult(0);
+  AffineMap outMap = AffineMap::get(
+      4, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+             b.getAffineDimExpr(2)},
+      b.getContext());
+  auto generic = linalg::GenericOp::create(
+      b, lb.loc, TypeRange{filled.getType()}, ValueRange{lhs, rhs},
+      ValueRange{filled}, ArrayRef<AffineMap>{lhsMap, rhsMap, outMap},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Emitter x{nb, l};
+        linalg::YieldOp::create(nb, l,
+                                x.addF(args[2], x.mulF(args[0], args[1])));
+      });
+  return generic.getResult(0);
+}
+
+/// `F[block, h m + j, i] = sum_e (sum_t mix[h m + j, t] x[t, e]) *
+/// proj[h r + i, e]`: the block's tokens mixed into landmarks, then each
+/// landmark compressed by its head's rows of proj. Over the real extents
+/// only (the op reads its operands unmasked, MaskPadding.cpp); padded
+/// lanes of the rows are 0. proj may be streamed: read where it is bound,
+/// never copied padded.
+struct LearnedDescriptorToLinalg : WriterToLinalg<LearnedDescriptorOp> {
+  using WriterToLinalg::WriterToLinalg;
+  Value rows(LearnedDescriptorOp op, OpAdaptor adaptor,
+             LinalgBuilder &lb) const override {
+    auto xt = cast<VTensorType>(op.getBlock().getType());
+    int64_t bs = xt.getD0(), d = xt.getD1(), m = op.getLandmarks(),
+            r = op.getRank(), hm = op.getHeads() * m, hr = op.getHeads() * r;
+    Value blocks = lb.domain->raggedExtent;
+    // The completed blocks' tokens, gathered by block id at [bs, d].
+    Value x = lb.gather(LinalgBuilder::readSource(adaptor.getBlock()),
+                        lb.domain->blockIds, bs, d);
+    Value mix = lb.padTo(LinalgBuilder::readSource(adaptor.getMix()), hm, bs);
+    Value proj = lb.padTo(LinalgBuilder::readSource(adaptor.getProj()), hr, d);
+    OpBuilder &b = lb.b;
+    MLIRContext *ctx = b.getContext();
+    AffineExpr s = b.getAffineDimExpr(0), p = b.getAffineDimExpr(1),
+               c = b.getAffineDimExpr(2), t = b.getAffineDimExpr(3),
+               zero = b.getAffineConstantExpr(0);
+    // mixed[s, p, e] = sum_t mix[0, p, t] * x[s, t, e]: loops (s, p, e, t).
+    Value mixed = contract(lb, mix, AffineMap::get(4, 0, {zero, p, t}, ctx),
+                           x, AffineMap::get(4, 0, {s, t, c}, ctx), blocks,
+                           hm, d);
+    // rows[s, p, i] = sum_e mixed[s, p, e] * proj[0, (p / m) r + i, e]:
+    // loops (s, p, i, e), landmark p of head p / m.
+    Value desc = contract(
+        lb, mixed, AffineMap::get(4, 0, {s, p, t}, ctx), proj,
+        AffineMap::get(4, 0, {zero, p.floorDiv(m) * r + c, t}, ctx), blocks,
+        hm, r);
+    // The field is stored at its real extents (scatterRows writes the
+    // stored lanes); where it were stored padded, its padded lanes get 0.
+    auto stored = cast<RankedTensorType>(
+        LinalgBuilder::readSource(adaptor.getField()).getType());
+    return lb.padTo(desc, stored.getDimSize(1), stored.getDimSize(2));
+  }
+};
+
 } // namespace
 
 void mlir::vortex::populateVortexStateToLinalgPatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<LoadToLinalg, SaveToLinalg, WriteToLinalg, FillToLinalg>(
+  patterns.add<LoadToLinalg, SaveToLinalg, WriteToLinalg, FillToLinalg,
+               LearnedDescriptorToLinalg>(
       converter, patterns.getContext());
 }
