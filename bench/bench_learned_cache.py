@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Cache-step time of the shipped learned_factorized_block_sparse_attention
-(`LearnedDescriptor` at H 8, m 2, r 8, blocks of 16, head dim 128, f32),
-whose cache kernel runs its long contraction as loops (docs/gpu.md, "Long
-contractions are loops"), against torch computing the same descriptors.
+(`LearnedDescriptor` at H 8, m 2, r 8, blocks of 16, head dim 128, f32:
+the standalone vortex.learned_descriptor, a kernel of its own), against
+torch computing the same descriptors.
 
     # here (MLIR): python3 bench/learned_gpu_check.py --build DIR
     python3 bench/bench_learned_cache.py DIR [--blocks 512 8192]

@@ -20,11 +20,19 @@ near ties), and a layer outside the lookup is refused with nothing written.
 
 `learned_factorized` is the shipped learned_factorized_block_sparse_attention
 at its size (H 8, m 2, r 8, blocks of 16, head dim 128; f32, random
-weights), whose cache kernel runs its 262144-multiply-add contraction as
-loops (the rolled contraction, docs/python.md "Learned ops"): --build
-prints its compile time (ptxas included), --run checks its descriptors
-against a float64 einsum (rtol 1e-4, atol 1e-4 of the largest) and its
-selection against the float64 one.
+weights), whose cache step is the standalone vortex.learned_descriptor
+(docs/python.md "Learned ops"): --build prints its compile time (ptxas
+included), --run checks its descriptors against a float64 einsum (rtol
+1e-4, atol 1e-4 of the largest) and its selection against the float64 one.
+
+`learned_fmla` is the shipped learned_factorized_block_sparse_mla at
+GLM's shape (20 heads, latent 576, blocks of 32; f32): with random weights
+m 2, r 8 for two layers behind the lookup [1, 0], and as
+`learned_fmla_identity` with its identity weights (m 1, r 576), whose
+projections [11520, 576] are streamed parameters of the descriptor op and
+the grouped GeMM. Per layer, at 4 rows: the descriptors against a float64
+einsum (rtol 1e-4, atol 1e-4 of the largest) and the selection against
+the float64 top-k.
 
 `learned_mla` is the shipped learned_block_sparse_mla at GLM-4.7-Flash's
 shape (20 heads, latent 576, blocks of 32; f32, random weights for two
@@ -55,6 +63,8 @@ from vortex.flows.learned_block_sparse_mla import (  # noqa: E402
     LearnedBlockSparseMLA)
 from vortex.flows.learned_factorized_block_sparse_attention import (  # noqa: E402
     LearnedFactorizedBlockSparseAttention)
+from vortex.flows.learned_factorized_block_sparse_mla import (  # noqa: E402
+    LearnedFactorizedBlockSparseMLA)
 from vortex.semantics import reference  # noqa: E402
 
 #: The shipped learned_factorized flow's size, in f32.
@@ -110,6 +120,28 @@ def mla_flow():
     return LearnedBlockSparseMLA(W, torch.tensor(MLA_LOOKUP), H, d), W
 
 
+def fmla_flows():
+    """learned_factorized_block_sparse_mla at GLM's shape, seeded: name ->
+    (flow, [(Wt, Wk, Wq) float64 per layer])."""
+    g = torch.Generator().manual_seed(8)
+    H, d, bs = MLA.group_size, MLA.head_dim, MLA.block_size
+    Wt = torch.rand(2, H, bs, 2, generator=g) / bs
+    Wk = torch.randn(2, H, d, 8, generator=g) / d ** 0.5
+    Wq = torch.randn(2, H, d, 8, generator=g) / d ** 0.5
+    lookup = torch.tensor(MLA_LOOKUP)
+    ident = LearnedFactorizedBlockSparseMLA(num_heads=H, latent_dim=d,
+                                            block_size=bs)
+
+    def rows(flow, lookup):
+        ws = [np.asarray(p.data, np.float64)
+              for p in (flow.Wt, flow.Wk, flow.Wq)]
+        return [[w[row] for w in ws] for row in lookup]
+    flow = LearnedFactorizedBlockSparseMLA(
+        Wt, Wk, Wq, lookup, num_heads=H, latent_dim=d, block_size=bs)
+    return {"learned_fmla": (flow, rows(flow, MLA_LOOKUP)),
+            "learned_fmla_identity": (ident, rows(ident, [0]))}
+
+
 def build(out, chip):
     for name, (flow, _, _) in flows().items():
         path = vortex.compile(flow, lm.CONFIG, target=chip, name=name,
@@ -125,6 +157,11 @@ def build(out, chip):
                           name="learned_mla", out_dir=out)
     print(f"built learned_mla: {path} "
           f"({time.perf_counter() - start:.1f} s)")
+    for name, (flow, _) in fmla_flows().items():
+        start = time.perf_counter()
+        path = vortex.compile(flow, MLA, target=chip, name=name, out_dir=out)
+        print(f"built {name}: {path} "
+              f"({time.perf_counter() - start:.1f} s)")
     return 0
 
 
@@ -175,6 +212,56 @@ def check_mla(out, dev, report):
                    si[:int(sp[-1])].tolist() == list(want_ix),
                    f"{what} {layer}: selection == float64 top-k of "
                    "<W[l] q_flat, c_p>")
+
+
+def check_fmla(out, dev, report):
+    """learned_factorized_block_sparse_mla per layer: descriptors and
+    selection against float64."""
+    rng = np.random.default_rng(12)
+    D, bs, G = MLA.head_dim, MLA.block_size, MLA.group_size
+    rcfg = reference.Config.from_dict(dict(
+        block_size=bs, head_dim=D, group_size=G, topk_val=MLA.topk_val,
+        topk_ratio=MLA.topk_ratio, reserved_bos=MLA.reserved_bos,
+        reserved_eos=MLA.reserved_eos))
+    lengths = (3, 40, 100, 257)
+    nb = sum(lengths) + 5
+    latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
+    q = rng.standard_normal((len(lengths), G, D)).astype(np.float32)
+    ids = rng.permutation(nb)[:sum(lengths)].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    tids = torch.from_numpy(ids).to(dev)
+    for name, (flow, layers) in fmla_flows().items():
+        compiled = vortex.load(os.path.join(out, f"{name}.manifest.json"),
+                               device=0 if dev.type == "cuda" else None,
+                               params=flow.parameters())
+        cache = {n: t for n, t in compiled.allocate_cache(nb).items()
+                 if n not in ("k", "v")}
+        cache["latent"] = torch.from_numpy(latent).to(dev)
+        for layer, (wt, wk, wq) in enumerate(layers):
+            call = layer if len(layers) > 1 else None
+            compiled.cache_step(cache, tids, layer=call)
+            sp, si = compiled.indexer(torch.from_numpy(q).to(dev), cache,
+                                      torch.from_numpy(indptr).to(dev),
+                                      tids, layer=call)
+            g = np.einsum("nsd,hsj,hdr->nhjr", latent.astype(np.float64),
+                          wt, wk)                          # [nb, H, m, r]
+            got = cache["descriptors"][tids.long()].double().cpu().numpy()
+            want = g.reshape(nb, -1, wk.shape[-1])[ids]
+            what = f"{name} on {dev.type}, layer {layer}"
+            report(np.allclose(got, want, rtol=1e-4,
+                               atol=1e-4 * np.abs(want).max()),
+                   f"{what}: descriptors == float64 einsum (rtol 1e-4)",
+                   f"max |err| {np.abs(got - want).max():.2e}")
+            u = np.einsum("bhe,her->bhr", q.astype(np.float64), wq)
+            score = np.einsum("phr,phjr->phj", u[rows], g[ids])
+            want_ip, want_ix = reference.topk_select(
+                score.max(axis=2).sum(axis=1), reference.Csr(indptr, ids),
+                rcfg)
+            sp, si = sp.cpu(), si.cpu()
+            report(sp.tolist() == list(want_ip) and
+                   si[:int(sp[-1])].tolist() == list(want_ix),
+                   f"{what}: selection == float64 top-k")
 
 
 def check_full(out, dev, report):
@@ -277,6 +364,7 @@ def run(out):
                    "written", str(e))
     check_full(out, dev, report)
     check_mla(out, dev, report)
+    check_fmla(out, dev, report)
     return report.summary()
 
 

@@ -12,10 +12,11 @@
 //                     CReshape(-1, H * m, r)(c, cache["descriptors"])
 //   forward_indexer : score = FactorScore(Wq, H, m, r)(q, cache["descriptors"])
 //                     topK()(score, o)
-// FactorScore traces to existing ops with three derived parameters
+// FactorScore traces to dialect ops with two derived parameters
 // (docs/python.md "Learned ops"): score_proj P[l] [H*r, D] (P[h r + i, e]
-// = Wq[l, h, e, i], bound per layer) gives every head pair, the 0/1
-// head-diagonal masks score_umask / score_smask keep each head's own.
+// = Wq[l, h, e, i], bound per layer), whose grouped GeMM (groups = H)
+// gives each head's u_h = Wq[l, h]^T q_h, and the 0/1 head-diagonal mask
+// score_smask [H*m, H] that keeps each head's own descriptor scores.
 //
 // Knobs: the reference RULER knobs, head_dim 128, group_size 8.
 
@@ -26,9 +27,7 @@
 !cr  = !vortex.vtensor<?x1x128xbf16, #vortex.format<ragged>>
 !gr  = !vortex.vtensor<?x16x8xbf16, #vortex.format<ragged>>
 !wp  = !vortex.vtensor<1x64x128xbf16, #vortex.format<parameter>>
-!mu  = !vortex.vtensor<1x64x8xbf16, #vortex.format<parameter>>
 !ms  = !vortex.vtensor<1x16x8xbf16, #vortex.format<parameter>>
-!pr  = !vortex.vtensor<?x64x8xbf16, #vortex.format<batched>>
 !u1  = !vortex.vtensor<?x64x1xbf16, #vortex.format<batched>>
 !u   = !vortex.vtensor<?x8x8xbf16, #vortex.format<batched>>
 !sp  = !vortex.vtensor<?x16x8xbf16, #vortex.format<ragged>>
@@ -39,16 +38,14 @@
 
 // CHECK-LABEL: vortex.flow @factor_score_block_sparse_attention
 // CHECK-SAME:  config = #vortex.config<block_size = 16, page_size = 16, head_dim = 128, group_size = 8, topk_val = 29, topk_ratio = 6.250000e-02 : f64, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16>
-// CHECK-SAME:  fields(descriptors = [16, 8]) params(score_proj = [64, 128], score_umask = [64, 8], score_smask = [16, 8])
-// CHECK-NEXT:  cache(%k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_umask: {{.*}}, %score_smask: {{.*}}) {
+// CHECK-SAME:  fields(descriptors = [16, 8]) params(score_proj = [64, 128], score_smask = [16, 8])
+// CHECK-NEXT:  cache(%k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_smask: {{.*}}) {
 // CHECK-NEXT:    %[[C:.+]] = vortex.mean %k {dim = 1 : i64}
 // CHECK-NEXT:    %[[G:.+]] = vortex.reshape %[[C]] : {{.*}} -> <?x16x8xbf16, #vortex.format<ragged>>
 // CHECK-NEXT:    vortex.write %[[G]] into %descriptors
 // CHECK-NEXT:  }
-// CHECK-NEXT:  indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_umask: {{.*}}, %score_smask: {{.*}}) {
-// CHECK-NEXT:    %[[P:.+]] = vortex.gemm %q, %score_proj : {{.*}} -> !vortex.vtensor<?x64x8xbf16, #vortex.format<batched>>
-// CHECK-NEXT:    %[[PM:.+]] = vortex.multiply %[[P]], %score_umask
-// CHECK-NEXT:    %[[U1:.+]] = vortex.sum %[[PM]] {dim = 2 : i64}
+// CHECK-NEXT:  indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_smask: {{.*}}) {
+// CHECK-NEXT:    %[[U1:.+]] = vortex.gemm %q, %score_proj {groups = 8 : i64} : {{.*}} -> !vortex.vtensor<?x64x1xbf16, #vortex.format<batched>>
 // CHECK-NEXT:    %[[U:.+]] = vortex.reshape %[[U1]] : {{.*}} -> <?x8x8xbf16, #vortex.format<batched>>
 // CHECK-NEXT:    %[[SP:.+]] = vortex.gemm %[[U]], %descriptors : {{.*}} -> !vortex.vtensor<?x16x8xbf16, #vortex.format<ragged>>
 // CHECK-NEXT:    %[[SM:.+]] = vortex.multiply %[[SP]], %score_smask
@@ -64,9 +61,9 @@ vortex.flow @factor_score_block_sparse_attention
         reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
         kv_dtype = bf16>
     fields(descriptors = [16, 8])
-    params(score_proj = [64, 128], score_umask = [64, 8], score_smask = [16, 8])
+    params(score_proj = [64, 128], score_smask = [16, 8])
 cache(%k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wp,
-      %score_umask: !mu, %score_smask: !ms) {
+      %score_smask: !ms) {
   // c = CMean(dim=1)(cache["k"])                         [1, D]
   %c = vortex.mean %k {dim = 1 : i64} : !kv -> !cr
   // CReshape(-1, H * m, r)(c, cache["descriptors"])      [H*m, r]
@@ -74,13 +71,10 @@ cache(%k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wp,
   vortex.write %g into %descriptors : !gr into !g
 }
 indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wp,
-        %score_umask: !mu, %score_smask: !ms) {
+        %score_smask: !ms) {
   // score = FactorScore(Wq, H, m, r)(q, cache["descriptors"]):
-  // every head pair P[l] q_h                             [B, H*r, H]
-  %pairs = vortex.gemm %q, %score_proj : (!q, !wp) -> !pr
-  // u_h = Wq[l, h]^T q_h: the pairs of the same head     [B, H*r, 1]
-  %own = vortex.multiply %pairs, %score_umask : (!pr, !mu) -> !pr
-  %u1 = vortex.sum %own {dim = 2 : i64} : !pr -> !u1
+  // u_h = Wq[l, h]^T q_h, each head's rows of P[l] with q_h  [B, H*r, 1]
+  %u1 = vortex.gemm %q, %score_proj {groups = 8 : i64} : (!q, !wp) -> !u1
   %u = vortex.reshape %u1 : !u1 -> !u
   // < u_h', g[h, m] > for every head pair                [S, H*m, H]
   %spairs = vortex.gemm %u, %descriptors : (!u, !g) -> !sp

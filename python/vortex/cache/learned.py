@@ -9,24 +9,20 @@ for each completed block x `[bs, d]`, with `Wt` `[L, H, bs, m]` (token
 mixing), `Wk` `[L, H, d, r]` (channel compression) and `l` the row of the
 layer the call runs for (the Parameters' lookup).
 
-Like LearnedQuery and FactorScore it is no dialect op: the tracer writes it
-as existing cache ops with weights derived from its own (docs/python.md,
-"Learned ops"), the channel compression first so that every contraction
-stays as short as the ones the shipped flows have:
+It traces to the dialect's `vortex.learned_descriptor` (docs/python.md,
+"Learned ops"), which writes the `descriptors` field from the block and
+two weights the op derives from its own, per layer:
 
-    GeMM(P[l], x)             -> U [bs, H*m*r], U[s, (h, j, i)] = (x[s] Wk[l, h])[i]
-                                 (P[l] [H*m*r, d]: Wk[l, h]^T once per landmark j;
-                                 a parameter is GeMM's x, broadcast)
-    Multiply by T[l]          -> U[s, (h, j, i)] * bs Wt[l, h, s, j]
-                                 (T[l] [bs, H*m*r])
-    Mean over the tokens      -> [1, H*m*r] (the bs of T cancels: a power of
-                                 two, exact)
-    Reshape                   -> [H*m, r], written to `descriptors`
+    mix[l]  [H*m, bs]   mix[h*m + j, s] = Wt[l, h, s, j]
+    proj[l] [H*r, d]    proj[h*r + i, e] = Wk[l, h, e, i]
 
-The contractions are over d (GeMM) and bs (Mean), and the derived weights
-hold H*m*r*(d + bs) values; folding both weights into one [H*m*r, bs*d]
-matrix would contract bs*d at once and hold bs times more. The cost: the
-channel compression runs m times (once per landmark).
+    F[h*m + j, i] = sum_e (sum_s mix[h*m + j, s] x[s, e]) proj[h*r + i, e]
+
+The op is standalone (its own kernel per block, as in vortex_torch), and
+reads `proj` from memory: at GLM's shape with r = d = 576 it is a streamed
+parameter over the tile bound. It writes a field, so a call needs the
+field (`descriptors`). Eager mode runs the formula on Wt and Wk themselves
+(`learned_descriptor` below), differentiable in them.
 """
 
 from __future__ import annotations
@@ -34,13 +30,10 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ..abs.parameter import Parameter
+from ..abs.tensor import FORMAT
 from ..environment import import_torch
 from ..frontend.oplib import CacheUnary
 from ..indexer.learned import _Learned
-from ..indexer.elementwise import Multiply
-from ..indexer.layout import Reshape
-from ..indexer.matmul import GeMM
-from .reduce import Mean
 
 __all__ = ["LearnedDescriptor"]
 
@@ -78,21 +71,15 @@ class LearnedDescriptor(CacheUnary, _Learned):
         self.layers = L
         self._lookup(None, L)
         self._params: Dict[str, Parameter] = {}
-        self._gemm, self._mix = GeMM(), Multiply()
-        self._mean = Mean(dim=1)
-        self._out = Reshape(-1, self.H * self.m, self.r)
         self.derived_parameters("")
 
     def _set_derived(self, attr: str) -> Dict[str, Parameter]:
         L, H, m, r, d, bs = (self.layers, self.H, self.m, self.r, self.d,
                              self.bs)
-        wk = self.Wk.detach().float()                    # [L, H, d, r]
         wt = self.Wt.detach().float()                    # [L, H, bs, m]
-        proj = wk.permute(0, 1, 3, 2)[:, :, None].expand(L, H, m, r, d)
-        mix = (bs * wt).permute(0, 2, 1, 3)[..., None].expand(
-            L, bs, H, m, r)
-        values = {"proj": proj.reshape(L, H * m * r, d),
-                  "mix": mix.reshape(L, bs, H * m * r)}
+        wk = self.Wk.detach().float()                    # [L, H, d, r]
+        values = {"mix": wt.permute(0, 1, 3, 2).reshape(L, H * m, bs),
+                  "proj": wk.permute(0, 1, 3, 2).reshape(L, H * r, d)}
         for key, data in values.items():
             p = self._params.get(key)
             if p is None:
@@ -106,18 +93,25 @@ class LearnedDescriptor(CacheUnary, _Learned):
             ctx.error(f"latent is [S, {x.shape[1]}, {x.shape[2]}], Wt "
                       f"[L, H, bs, m] and Wk [L, H, d, r] need [S, "
                       f"bs = {self.bs}, d = {self.d}]")
-        p = {k: ctx.value(v, k) for k, v in self._params.items()}
-        u = self._gemm.compute(ctx, p["proj"], x)          # [S, bs, H*m*r]
-        u = self._mean.compute(ctx, self._mix.compute(ctx, u, p["mix"]))
-        g = self._out.compute(ctx, u)                      # [S, H*m, r]
         if descriptors is None:
-            return g
+            ctx.error("argument 'descriptors' is required: the op writes "
+                      "the descriptors into a cache field (op(latent, "
+                      "cache[\"descriptors\"], loc=loc, ctx=ctx))")
         out = ctx.target(descriptors, "descriptors")
+        if out._format != FORMAT.PAGED:
+            ctx.error(f"argument 'descriptors' ({out._label}) must be a "
+                      f"PAGED cache field, got {out._format.name}")
         if (out.shape[1], out.shape[2]) != (self.H * self.m, self.r):
             ctx.error(f"descriptors are [S, {out.shape[1]}, {out.shape[2]}]"
                       f", expected [S, H*m = {self.H * self.m}, r = "
                       f"{self.r}]")
-        return self._write_back(ctx, g, out)
+        mix = ctx.value(self._params["mix"], "mix")
+        proj = ctx.value(self._params["proj"], "proj")
+        ctx.emit(f"vortex.{self.mnemonic} {x._ssa}, {mix._ssa}, {proj._ssa} "
+                 f"into {out._ssa} {{heads = {self.H} : i64}} : "
+                 f"{ctx.type_of(x)}, {ctx.type_of(mix)}, {ctx.type_of(proj)}"
+                 f" into {ctx.type_of(out)}")
+        return out
 
 
 def learned_descriptor(op: LearnedDescriptor, x, layer):

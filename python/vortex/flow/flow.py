@@ -56,7 +56,7 @@ class vFlow(ABC):
         """The flow's learned constants (`vortex.abs.Parameter`), by name, in
         the order they were assigned: a parameter's name is its own, else
         the attribute holding it. An op with weights (LearnedQuery,
-        FactorScore) adds the parameters it traces to, computed from its
+        FactorScore, LearnedDescriptor) adds the parameters it traces to, computed from its
         current weights and named after its attribute (`<attr>_fold`); a
         rank-4 Parameter is such an op's weight, not a flow operand."""
         out: Dict[str, Any] = {}

@@ -10,9 +10,10 @@ GLM-4.7-Flash's shape: 20 query heads over one latent of 512 + 64,
 blocks of 32 (`MLA`).
 `LEARNED` does the same for examples/learned/: the flows of vortex_torch's
 learned ops with per-layer weights (LearnedQuery, FactorScore,
-LearnedDescriptor) and its learned_block_sparse_mla (a GeMM with a
-`[576, 11520]` Parameter, at GLM's shape), whose
-parameters are bound at load (the checks that need only a flow's IR, such
+LearnedDescriptor), its learned_block_sparse_mla (a GeMM with a
+`[576, 11520]` Parameter) and learned_factorized_block_sparse_mla
+(LearnedDescriptor and FactorScore on the latent), both at GLM's shape,
+whose parameters are bound at load (the checks that need only a flow's IR, such
 as the numerics against the float64 reference of every example, read
 examples/*.mlir and SHIPPED).
 `learned_query` is registered too (a flow with a PARAMETER weight), but it
@@ -40,7 +41,8 @@ from . import (  # noqa: F401
     masked_quest_sparse_attention, running_avg_block_sparse,
     venergy_gated_centroid)
 from . import (  # noqa: F401
-    learned_block_sparse_mla, lserve_centroid_mla, rope_aware_block_sparse_mla,
+    learned_block_sparse_mla, learned_factorized_block_sparse_mla,
+    lserve_centroid_mla, rope_aware_block_sparse_mla,
     rope_unaware_block_sparse_mla, rope_unaware_lserve_centroid_mla)
 
 __all__ = ["LEARNED", "MLA", "SHIPPED", "ShippedFlow", "shipped"]
@@ -99,6 +101,7 @@ LEARNED: Dict[str, ShippedFlow] = {
         ("factor_score_block_sparse_attention", _DEFAULT),
         ("learned_block_sparse_mla", _GLM),
         ("learned_factorized_block_sparse_attention", _DEFAULT),
+        ("learned_factorized_block_sparse_mla", _GLM),
         ("learned_query_block_sparse_attention", _DEFAULT))
 }
 

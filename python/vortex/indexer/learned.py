@@ -8,19 +8,20 @@
         score(s) = sum_h max_m < Wq[l, h]^T q[b, h], g[s, h, m] >   [S, 1, 1]
 
 with weights `[L, H, d, r]`, `l = layer_lookup[layer]` the row of the
-layer a call runs for. Neither is a dialect op: the tracer writes each as
-existing ops with weights the op derives from its own (docs/python.md,
-"Learned ops"), so both back ends compile them unchanged:
+layer a call runs for. Neither is a dialect op of its own: the tracer
+writes each as dialect ops with weights the op derives from its own
+(docs/python.md, "Learned ops"), so both back ends compile them:
 
     LearnedQuery: Reshape q to [B, 1, H*d]; GeMM with the per-layer
         fold F[l] = scaling * [Wk[l,h] Wq[l,h]^T]_h, [d, H*d] -> [B, d, 1];
         Reshape to [B, 1, d]. Without weights: Sum over the heads, times
         scaling.
-    FactorScore: GeMM q with the per-layer P[l] [H*r, d] (P[h*r+i, e] =
-        Wq[l, h, e, i]) -> all head pairs [B, H*r, H]; Multiply by the
-        0/1 head-diagonal mask and Sum -> u [B, H*r, 1]; Reshape [B, H, r];
-        GeMM against the descriptors -> [S, H*m, H]; the diagonal again;
-        Reshape [S, H, m]; Max over m; Sum over h.
+    FactorScore: the grouped GeMM (`groups = H`) of q with the per-layer
+        P[l] [H*r, d] (P[h*r+i, e] = Wq[l, h, e, i]) -> u [B, H*r, 1], each
+        head's rows against its own q_h; Reshape [B, H, r]; GeMM against
+        the descriptors -> all head pairs [S, H*m, H]; Multiply by the 0/1
+        head-diagonal mask [H*m, H] and Sum -> [S, H*m, 1]; Reshape
+        [S, H, m]; Max over m; Sum over h.
 
 The derived weights are flow parameters (`vFlow.parameters()` computes
 them from the op's current weights). Eager mode does not use them: it runs
@@ -190,9 +191,8 @@ class FactorScore(_Learned):
         self._lookup(None, L)
         self._params: Dict[str, Parameter] = {}
         d = int(self.Wq.shape[2])
-        self._pairs, self._scores = GeMM(), GeMM()
-        self._pmask, self._smask = Multiply(), Multiply()
-        self._psum, self._ssum = Sum(dim=2), Sum(dim=2)
+        self._proj, self._scores = GeMM.grouped(self.H), GeMM()
+        self._smask, self._ssum = Multiply(), Sum(dim=2)
         self._u = Reshape(-1, self.H, self.r)
         self._hm = Reshape(-1, self.H, self.m)
         self._max, self._heads = Max(dim=2), Sum(dim=1)
@@ -205,7 +205,6 @@ class FactorScore(_Learned):
         w = self.Wq.detach().float()
         proj = w.permute(0, 1, 3, 2).reshape(L, H * r, d)
         values = {"proj": (proj, True),
-                  "umask": (_diagonal_mask(torch, H, r, w), False),
                   "smask": (_diagonal_mask(torch, H, self.m, w), False)}
         for key, (data, per_layer) in values.items():
             p = self._params.get(key)
@@ -227,9 +226,7 @@ class FactorScore(_Learned):
             ctx.error(f"descriptors are [S, {g.shape[1]}, {g.shape[2]}], "
                       f"expected [S, H*m = {H * m}, r = {r}]")
         p = {k: ctx.value(v, k) for k, v in self._params.items()}
-        pairs = self._pairs.compute(ctx, q, p["proj"])         # [B, H*r, H]
-        u = self._psum.compute(ctx, self._pmask.compute(ctx, pairs,
-                                                        p["umask"]))
+        u = self._proj.compute(ctx, q, p["proj"])              # [B, H*r, 1]
         u = self._u.compute(ctx, u)                             # [B, H, r]
         s = self._scores.compute(ctx, u, g)                     # [S, H*m, H]
         s = self._ssum.compute(ctx, self._smask.compute(ctx, s, p["smask"]))

@@ -19,10 +19,24 @@ class GeMM(TracedOp):
     def __init__(self) -> None:
         super().__init__()
         self.schedule = Schedule.W
+        self.groups = 1
+
+    @classmethod
+    def grouped(cls, groups: int) -> "GeMM":
+        """The dialect's grouped GeMM (`{groups = G}`, a parameter `y`
+        only), for the learned ops' per-head weights; not vortex_torch's
+        API: `O[s, g Ny/G + a, b] = sum_k Y[g Ny/G + a, k] X[s, g Nx/G + b,
+        k]` -> `[B, Ny, Nx/G]`."""
+        op = cls()
+        op.groups = op._int_arg("groups", groups, minimum=1)
+        return op
 
     def compute(self, ctx, x, y):
-        return self._emit_binary(ctx, x, y, y.shape[1], x.shape[1],
-                                 workload_format([x._format, y._format]))
+        attrs = [f"groups = {self.groups} : i64"] if self.groups > 1 else []
+        return self._emit_binary(ctx, x, y, y.shape[1],
+                                 x.shape[1] // self.groups,
+                                 workload_format([x._format, y._format]),
+                                 attrs)
 
     def trace(self, x, y, *, ctx):
         return self.compute(ctx, ctx.value(x, "x"), ctx.value(y, "y"))

@@ -11,8 +11,9 @@ landmarks. Each flow saves its score into the field `probe` (positions
 can be compared, not only its selection.
 
 The model is numpy in float64 and written from the ops' formulas
-(../shared/docs/vortex_torch_reference.md), not from the tracer's
-decomposition into GeMM / Reshape / Multiply / Sum / Max.
+(../shared/docs/vortex_torch_reference.md), not from the ops the tracer
+writes (the grouped GeMM, Reshape, Multiply, Sum, Max;
+vortex.learned_descriptor).
 """
 
 import numpy as np

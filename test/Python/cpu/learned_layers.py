@@ -66,7 +66,7 @@ fs = lm.FactorScoreFlow(Wq)
 fs_flow = vortex.load(vortex.compile(fs, lm.CONFIG, target="cpu"),
                       params=fs.parameters())
 report(sorted(fs_flow.param_names) ==
-       ["score_proj", "score_smask", "score_umask"],
+       ["score_proj", "score_smask"],
        "FactorScore traces to its derived parameters", fs_flow.param_names)
 check("compiled FactorScore", fs_flow,
       lambda layer: lm.fs_scores(q, k, Wq, indptr, ids, layer))
@@ -142,8 +142,8 @@ for what, fn, needle in [
          lambda: lq_flow.bind({"u": torch.zeros(3, 2, lm.D)}),
          "params['u']: shape [3, 2, 16], expected [L, 1, 16]"),
         ("a one-layer value of the wrong shape",
-         lambda: fs_flow.bind({"score_umask": torch.zeros(1, 3, 2)}),
-         "params['score_umask']: shape [1, 3, 2], expected [1, 8, 2]"),
+         lambda: fs_flow.bind({"score_smask": torch.zeros(1, 3, 2)}),
+         "params['score_smask']: shape [1, 3, 2], expected [1, 4, 2]"),
         ("a per-layer value of rank 4",
          lambda: lq_flow.bind({"u": torch.zeros(3, 1, 1, lm.D)}),
          "params['u']: shape [3, 1, 1, 16]")]:

@@ -20,7 +20,8 @@
 #    equal the float64 model of the trained weights (rtol 1e-4).
 # 4. Errors name the argument: Wt or Wk of the wrong shape or rank, lookups
 #    that differ, a block of another size or width than the weights, a
-#    descriptors field of the wrong shape, a rank-4 weight as an operand.
+#    descriptors field of the wrong shape, a call without the descriptors
+#    field (the op writes one), a rank-4 weight as an operand.
 
 import os
 import sys
@@ -173,6 +174,9 @@ class Wrapped(lm.LearnedDescriptorFlow):
 bad_operand = lm.LearnedDescriptorFlow(Wt, Wk, Wq)
 bad_operand.forward_cache = lambda cache, loc, ctx: bad_operand.descriptor(
     bad_operand.Wt, cache["g"], loc=loc, ctx=ctx)
+no_field = lm.LearnedDescriptorFlow(Wt, Wk, Wq)
+no_field.forward_cache = lambda cache, loc, ctx: no_field.descriptor(
+    cache["k"], loc=loc, ctx=ctx)
 for what, fn, exc, needle in [
         ("Wt of the wrong landmark count",
          lambda: LearnedDescriptor(Wt, Wk, lm.H, 3, lm.R), FlowArgumentError,
@@ -205,6 +209,9 @@ for what, fn, exc, needle in [
                               verify=False),
          FlowTraceError, "descriptors are [S, 2, 4], expected [S, H*m = 4, "
          "r = 4]"),
+        ("no descriptors field",
+         lambda: vortex.trace(no_field, lm.CONFIG, verify=False),
+         FlowTraceError, "argument 'descriptors' is required"),
         ("a rank-4 weight as the latent",
          lambda: vortex.trace(bad_operand, lm.CONFIG, verify=False),
          FlowTraceError, "argument 'latent' is a rank-4 Parameter")]:
