@@ -43,6 +43,11 @@ def load_factorized(path: str, H: int, d: int, bs: int):
     import torch
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     sd = ckpt["state_dict"]
+    arch = ckpt.get("config", {}).get("arch")
+    if arch not in (None, "factorized"):
+        raise ValueError(f"{path}: learned_factorized_block_sparse_mla "
+                         f"needs a factorized compressor checkpoint, got "
+                         f"arch={arch!r}")
     if not bool(ckpt.get("config", {}).get("per_layer", True)):
         raise ValueError(f"{path}: learned_factorized_block_sparse_mla "
                          "needs a per_layer=True compressor checkpoint")
@@ -90,7 +95,6 @@ class LearnedFactorizedBlockSparseMLA(vFlowMLA):
         if Wt is None and ckpt:
             Wt, Wk, Wq, layer_lookup = load_factorized(ckpt, H, d,
                                                        block_size)
-        self.trained = Wt is not None
         if Wt is None:
             Wt, Wk, Wq = _untrained(torch, 1, H, block_size, 1, d, d)
         self.Wt = Parameter(Wt, layer_lookup)
@@ -105,13 +109,11 @@ class LearnedFactorizedBlockSparseMLA(vFlowMLA):
                                             self.r)
 
     def initialize(self, block_size: int, *args, **kwargs) -> None:
-        """vFlowMLA.initialize; the untrained Wt is rebuilt for another
-        block size (a trained one cannot be: a ValueError)."""
+        """vFlowMLA.initialize; for another block size than Wt's (trained
+        or not), Wt falls back to the block's mean at landmark 0, as in
+        vortex_torch (Wk and Wq are kept), so the flow still compiles and
+        runs (e.g. `python -m vortex verify`'s sweep)."""
         if block_size != self.Wt.data.shape[2]:
-            if self.trained:
-                raise ValueError(
-                    f"block_size {block_size}: Wt was trained for blocks of "
-                    f"{self.Wt.data.shape[2]} tokens")
             import torch
             wt, _, _ = _untrained(torch, self.Wt.data.shape[0], self.H,
                                   block_size, self.m, 1, 1)

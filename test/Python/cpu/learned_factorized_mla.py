@@ -10,7 +10,8 @@
 #    [2, 20, 32, 2], scorer.Wk/Wq [2, 20, 576, 8], layer_ids [2, 0]) loads
 #    into [3, ...] weights: rows 2 and 0 the trained ones, row 1 the
 #    untrained (Wt the block's mean at landmark 0, Wk = Wq = eye(576, 8));
-#    a Wt of 4 heads is a ValueError naming Wt.
+#    a Wt of 4 heads is a ValueError naming Wt, a bilinear checkpoint one
+#    naming its arch.
 # 2. Per layer (checkpoint weights, m = 2, r = 8) and for the identity
 #    fallback (no checkpoint: m = 1, r = d = 576, its projections
 #    [11520, 576] streamed): the compiled CPU flow (f32) writes descriptors
@@ -18,10 +19,8 @@
 #    model's top-k exactly (random data, no near ties); eager mode's
 #    descriptors and scores equal the model's (same tolerance) and it
 #    selects the same.
-# 3. initialize: the identity's Wt is rebuilt for blocks of 16 (the flow
-#    traces with descriptor_mix [20, 16]); a trained Wt is refused for
-#    another block size (a FlowTraceError at create_cache naming
-#    block_size).
+# 3. initialize: for blocks of 16, Wt (the identity's or a trained one)
+#    falls back to the mean at landmark 0, as in vortex_torch; Wk kept.
 
 import os
 import tempfile
@@ -31,7 +30,6 @@ import torch
 
 import vortex
 from vortex import testing
-from vortex.frontend.errors import FlowTraceError
 from vortex.flows.learned_factorized_block_sparse_mla import (
     LearnedFactorizedBlockSparseMLA)
 from vortex.semantics import eager
@@ -65,6 +63,17 @@ with tempfile.TemporaryDirectory() as tmp:
     bad = os.path.join(tmp, "bad.pt")
     torch.save({"state_dict": {"scorer.Wt": wt[:, :4], "scorer.Wk": wk,
                                "scorer.Wq": wq}}, bad)
+    bilinear = os.path.join(tmp, "bilinear.pt")
+    torch.save({"state_dict": {"scorer.Wt": wt, "scorer.Wk": wk,
+                               "scorer.Wq": wq},
+                "config": {"arch": "bilinear"}}, bilinear)
+    os.environ["VORTEX_COMPRESSOR_CKPT"] = bilinear
+    try:
+        LearnedFactorizedBlockSparseMLA()
+        tally(False, "a bilinear checkpoint is refused", "no error")
+    except ValueError as err:
+        tally("arch='bilinear'" in str(err), "a bilinear checkpoint is "
+              "refused, naming its arch", err)
     os.environ["VORTEX_COMPRESSOR_CKPT"] = path
     try:
         trained = LearnedFactorizedBlockSparseMLA()
@@ -167,16 +176,18 @@ for name, flow, layer, weights in cases:
           "descriptors and scores == float64 model (1e-4), selection == its "
           "top-k", (err_g, err_s))
 
-# 3. Another block size.
+# 3. Another block size: Wt falls back to the block's mean at landmark 0
+# (vortex_torch's initialize), trained Wk and Wq kept.
 small = CFG.replace(block_size=16, page_size=16)
 text = vortex.trace(LearnedFactorizedBlockSparseMLA(), small, verify=False)
 tally("descriptor_mix = [20, 16]" in text, "the identity's Wt is rebuilt "
       "for blocks of 16")
-try:
-    vortex.trace(trained, small, verify=False)
-    tally(False, "a trained Wt is refused for blocks of 16", "no error")
-except FlowTraceError as err:
-    tally("block_size 16" in str(err) and "create_cache" in str(err),
-          "a trained Wt is refused for blocks of 16, naming block_size",
-          str(err).splitlines()[0])
+text = vortex.trace(trained, small, verify=False)
+wt16 = np.asarray(trained.Wt.data, np.float64)
+want16 = np.zeros_like(wt16)
+want16[..., 0] = 1.0 / 16
+tally("descriptor_mix = [40, 16]" in text and wt16.shape[2] == 16
+      and np.array_equal(wt16, want16)
+      and np.array_equal(np.asarray(trained.Wk.data, np.float64), TW[1]),
+      "a trained flow at blocks of 16: Wt the mean at landmark 0, Wk kept")
 tally.exit()
