@@ -15,12 +15,11 @@
 //   forward_indexer : score = FactorScore(Wq, H, m, r)(q, cache["descriptors"])
 //                     topK()(score, o)
 // Here the identity weights (no checkpoint): m = 1, r = d = 576, Wt the
-// block's mean, Wk = Wq = I per head. Both projections descriptor_proj and
-// score_proj are [H*r, d] = [11520, 576]: parameters over the tile bound,
-// streamed by the standalone vortex.learned_descriptor and the grouped
-// GeMM (docs/contract.md, "Bounds"). descriptor_mix is [H*m, bs], the
-// head-diagonal mask score_smask [H*m, H]. Per-layer weights are bound at
-// load; the layer is chosen per call.
+// block's mean, Wk = Wq = I per head. Both projections, descriptor_proj
+// [H*r, d] and score_proj [H*m*r, d], are [11520, 576]: parameters over the
+// tile bound, streamed by the standalone vortex.learned_descriptor and the
+// grouped GeMM (docs/contract.md, "Bounds"). descriptor_mix is [H*m, bs].
+// Per-layer weights are bound at load; the layer is chosen per call.
 //
 // Knobs: GLM-4.7-Flash's MLA shape (20 query heads over one latent of
 // 512 + 64 = 576 channels), blocks and pages of 32, the reference top-k
@@ -32,25 +31,24 @@
 !g   = !vortex.vtensor<?x20x576xbf16, #vortex.format<paged>>
 !wm  = !vortex.vtensor<1x20x32xbf16, #vortex.format<parameter>>
 !wp  = !vortex.vtensor<1x11520x576xbf16, #vortex.format<parameter>>
-!ms  = !vortex.vtensor<1x20x20xbf16, #vortex.format<parameter>>
+!wq  = !vortex.vtensor<1x11520x576xbf16, #vortex.format<parameter>>
 !u1  = !vortex.vtensor<?x11520x1xbf16, #vortex.format<batched>>
 !u   = !vortex.vtensor<?x20x576xbf16, #vortex.format<batched>>
-!sp  = !vortex.vtensor<?x20x20xbf16, #vortex.format<ragged>>
+!sp  = !vortex.vtensor<?x20x576xbf16, #vortex.format<ragged>>
 !s1  = !vortex.vtensor<?x20x1xbf16, #vortex.format<ragged>>
 !s   = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
 
 // CHECK-LABEL: vortex.flow @learned_factorized_block_sparse_mla
 // CHECK-SAME:  config = #vortex.config<block_size = 32, page_size = 32, head_dim = 576, group_size = 20, topk_val = 29, topk_ratio = 6.250000e-02 : f64, reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16, kv_dtype = bf16, kv_lora_rank = 512, rope_dim = 64>
-// CHECK-SAME:  fields(descriptors = [20, 576]) params(score_proj = [11520, 576], score_smask = [20, 20], descriptor_mix = [20, 32], descriptor_proj = [11520, 576])
-// CHECK-NEXT:  cache(%k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_smask: {{.*}}, %descriptor_mix: {{.*}}, %descriptor_proj: {{.*}}) {
+// CHECK-SAME:  fields(descriptors = [20, 576]) params(score_proj = [11520, 576], descriptor_mix = [20, 32], descriptor_proj = [11520, 576])
+// CHECK-NEXT:  cache(%k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %descriptor_mix: {{.*}}, %descriptor_proj: {{.*}}) {
 // CHECK-NEXT:    vortex.learned_descriptor %k, %descriptor_mix, %descriptor_proj into %descriptors {heads = 20 : i64} : <?x32x576xbf16, #vortex.format<paged>>, <1x20x32xbf16, #vortex.format<parameter>>, <1x11520x576xbf16, #vortex.format<parameter>> into <?x20x576xbf16, #vortex.format<paged>>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %score_smask: {{.*}}, %descriptor_mix: {{.*}}, %descriptor_proj: {{.*}}) {
+// CHECK-NEXT:  indexer(%q: {{.*}}, %o: {{.*}}, %k: {{.*}}, %v: {{.*}}, %descriptors: {{.*}}, %score_proj: {{.*}}, %descriptor_mix: {{.*}}, %descriptor_proj: {{.*}}) {
 // CHECK-NEXT:    %[[U1:.+]] = vortex.gemm %q, %score_proj {groups = 20 : i64} : {{.*}} -> !vortex.vtensor<?x11520x1xbf16, #vortex.format<batched>>
 // CHECK-NEXT:    %[[U:.+]] = vortex.reshape %[[U1]] : {{.*}} -> <?x20x576xbf16, #vortex.format<batched>>
-// CHECK-NEXT:    %[[SP:.+]] = vortex.gemm %[[U]], %descriptors : {{.*}} -> !vortex.vtensor<?x20x20xbf16, #vortex.format<ragged>>
-// CHECK-NEXT:    %[[SM:.+]] = vortex.multiply %[[SP]], %score_smask
-// CHECK-NEXT:    %[[S1:.+]] = vortex.sum %[[SM]] {dim = 2 : i64}
+// CHECK-NEXT:    %[[SP:.+]] = vortex.multiply %[[U]], %descriptors : {{.*}} -> !vortex.vtensor<?x20x576xbf16, #vortex.format<ragged>>
+// CHECK-NEXT:    %[[S1:.+]] = vortex.sum %[[SP]] {dim = 2 : i64}
 // CHECK:         vortex.max {{.*}} {dim = 2 : i64}
 // CHECK-NEXT:    %[[S:.+]] = vortex.sum {{.*}} {dim = 1 : i64}
 // CHECK-NEXT:    vortex.topk %[[S]] into %o
@@ -61,27 +59,26 @@ vortex.flow @learned_factorized_block_sparse_mla
         reserved_bos = 1, reserved_eos = 2, intermediate_dtype = bf16,
         kv_dtype = bf16, kv_lora_rank = 512, rope_dim = 64>
     fields(descriptors = [20, 576])
-    params(score_proj = [11520, 576], score_smask = [20, 20],
+    params(score_proj = [11520, 576],
            descriptor_mix = [20, 32], descriptor_proj = [11520, 576])
-cache(%k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wp,
-      %score_smask: !ms, %descriptor_mix: !wm, %descriptor_proj: !wp) {
+cache(%k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wq,
+      %descriptor_mix: !wm, %descriptor_proj: !wp) {
   // LearnedDescriptor(Wt, Wk, H, m, r)(cache["latent"], cache["descriptors"]):
   // each block's tokens mixed into H*m landmarks, each compressed to r
   // channels by its head's Wk                            [H*m, r]
   vortex.learned_descriptor %k, %descriptor_mix, %descriptor_proj
       into %descriptors {heads = 20 : i64} : !kv, !wm, !wp into !g
 }
-indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wp,
-        %score_smask: !ms, %descriptor_mix: !wm, %descriptor_proj: !wp) {
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %descriptors: !g, %score_proj: !wq,
+        %descriptor_mix: !wm, %descriptor_proj: !wp) {
   // score = FactorScore(Wq, H, m, r)(q, cache["descriptors"]):
-  // u_h = Wq[l, h]^T q_h, each head's rows of P[l] with q_h  [B, H*r, 1]
-  %u1 = vortex.gemm %q, %score_proj {groups = 20 : i64} : (!q, !wp) -> !u1
+  // u_h = Wq[l, h]^T q_h once per landmark: each head's rows
+  // of P[l] with q_h                                 [B, H*m*r, 1]
+  %u1 = vortex.gemm %q, %score_proj {groups = 20 : i64} : (!q, !wq) -> !u1
   %u = vortex.reshape %u1 : !u1 -> !u
-  // < u_h', g[h, m] > for every head pair                [S, H*m, H]
-  %spairs = vortex.gemm %u, %descriptors : (!u, !g) -> !sp
-  // the same head's                                      [S, H*m, 1]
-  %sown = vortex.multiply %spairs, %score_smask : (!sp, !ms) -> !sp
-  %s1 = vortex.sum %sown {dim = 2 : i64} : !sp -> !s1
+  // < u_h, g[h, j] > for each landmark j of head h  [S, H*m, 1]
+  %sprod = vortex.multiply %u, %descriptors : (!u, !g) -> !sp
+  %s1 = vortex.sum %sprod {dim = 2 : i64} : !sp -> !s1
   // max over the m = 1 landmarks, sum over the heads     [S, 1, 1]
   %shm = vortex.reshape %s1 : !s1 -> !s1
   %sh = vortex.max %shm {dim = 2 : i64} : !s1 -> !s1

@@ -17,11 +17,12 @@ writes each as dialect ops with weights the op derives from its own
         Reshape to [B, 1, d]. Without weights: Sum over the heads, times
         scaling.
     FactorScore: the grouped GeMM (`groups = H`) of q with the per-layer
-        P[l] [H*r, d] (P[h*r+i, e] = Wq[l, h, e, i]) -> u [B, H*r, 1], each
-        head's rows against its own q_h; Reshape [B, H, r]; GeMM against
-        the descriptors -> all head pairs [S, H*m, H]; Multiply by the 0/1
-        head-diagonal mask [H*m, H] and Sum -> [S, H*m, 1]; Reshape
-        [S, H, m]; Max over m; Sum over h.
+        P[l] [H*m*r, d] (P[(h*m+j)*r+i, e] = Wq[l, h, e, i]: Wq[l, h]^T
+        once per landmark) -> u [B, H*m*r, 1], each head's rows against
+        its own q_h; Reshape [B, H*m, r]; Multiply with the descriptors
+        and Sum over r -> [S, H*m, 1], <u_h, g[s, h, j]>; Reshape
+        [S, H, m]; Max over m; Sum over h. Only a head's own landmarks
+        meet its u_h: no head-pair cross terms.
 
 The derived weights are flow parameters (`vFlow.parameters()` computes
 them from the op's current weights). Eager mode does not use them: it runs
@@ -98,13 +99,6 @@ class _Learned(TracedOp):
         torch = import_torch()
         with torch.no_grad():
             return self._set_derived(attr)
-
-
-def _diagonal_mask(torch, heads: int, block: int, like):
-    """[heads * block, heads]: 1 where the row's head is the column's."""
-    rows = torch.arange(heads * block) // block
-    return (rows[:, None] == torch.arange(heads)[None, :]).to(
-        dtype=like.dtype, device=like.device)
 
 
 class LearnedQuery(_Learned):
@@ -191,27 +185,25 @@ class FactorScore(_Learned):
         self._lookup(None, L)
         self._params: Dict[str, Parameter] = {}
         d = int(self.Wq.shape[2])
-        self._proj, self._scores = GeMM.grouped(self.H), GeMM()
-        self._smask, self._ssum = Multiply(), Sum(dim=2)
-        self._u = Reshape(-1, self.H, self.r)
+        self._proj, self._dot = GeMM.grouped(self.H), Multiply()
+        self._ssum = Sum(dim=2)
+        self._u = Reshape(-1, self.H * self.m, self.r)
         self._hm = Reshape(-1, self.H, self.m)
         self._max, self._heads = Max(dim=2), Sum(dim=1)
         self._d = d
         self.derived_parameters("")
 
     def _set_derived(self, attr: str) -> Dict[str, Parameter]:
-        torch = import_torch()
         L, H, d, r = (int(x) for x in self.Wq.shape)
         w = self.Wq.detach().float()
-        proj = w.permute(0, 1, 3, 2).reshape(L, H * r, d)
-        values = {"proj": (proj, True),
-                  "smask": (_diagonal_mask(torch, H, self.m, w), False)}
-        for key, (data, per_layer) in values.items():
-            p = self._params.get(key)
-            if p is None:
-                p = self._params[key] = self._derived(data, per_layer)
-            p.data = data
-        return {f"{attr}_{k}": p for k, p in self._params.items()}
+        # Wq[l, h]^T [r, d] once per landmark: row (h*m + j)*r + i.
+        proj = w.permute(0, 1, 3, 2)[:, :, None].expand(L, H, self.m, r, d)
+        data = proj.reshape(L, H * self.m * r, d).contiguous()
+        p = self._params.get("proj")
+        if p is None:
+            p = self._params["proj"] = self._derived(data)
+        p.data = data
+        return {f"{attr}_proj": p}
 
     def trace(self, q, descriptors, *, ctx):
         q = ctx.value(q, "q")
@@ -226,9 +218,8 @@ class FactorScore(_Learned):
             ctx.error(f"descriptors are [S, {g.shape[1]}, {g.shape[2]}], "
                       f"expected [S, H*m = {H * m}, r = {r}]")
         p = {k: ctx.value(v, k) for k, v in self._params.items()}
-        u = self._proj.compute(ctx, q, p["proj"])              # [B, H*r, 1]
-        u = self._u.compute(ctx, u)                             # [B, H, r]
-        s = self._scores.compute(ctx, u, g)                     # [S, H*m, H]
-        s = self._ssum.compute(ctx, self._smask.compute(ctx, s, p["smask"]))
+        u = self._proj.compute(ctx, q, p["proj"])              # [B, H*m*r, 1]
+        u = self._u.compute(ctx, u)                             # [B, H*m, r]
+        s = self._ssum.compute(ctx, self._dot.compute(ctx, u, g))  # [S, H*m, 1]
         s = self._max.compute(ctx, self._hm.compute(ctx, s))    # [S, H, 1]
         return self._heads.compute(ctx, s)                      # [S, 1, 1]

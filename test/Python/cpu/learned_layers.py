@@ -65,8 +65,7 @@ def check(what, compiled, model):
 fs = lm.FactorScoreFlow(Wq)
 fs_flow = vortex.load(vortex.compile(fs, lm.CONFIG, target="cpu"),
                       params=fs.parameters())
-report(sorted(fs_flow.param_names) ==
-       ["score_proj", "score_smask"],
+report(sorted(fs_flow.param_names) == ["score_proj"],
        "FactorScore traces to its derived parameters", fs_flow.param_names)
 check("compiled FactorScore", fs_flow,
       lambda layer: lm.fs_scores(q, k, Wq, indptr, ids, layer))
@@ -141,9 +140,9 @@ for what, fn, needle in [
         ("a per-layer value of the wrong inner shape",
          lambda: lq_flow.bind({"u": torch.zeros(3, 2, lm.D)}),
          "params['u']: shape [3, 2, 16], expected [L, 1, 16]"),
-        ("a one-layer value of the wrong shape",
-         lambda: fs_flow.bind({"score_smask": torch.zeros(1, 3, 2)}),
-         "params['score_smask']: shape [1, 3, 2], expected [1, 4, 2]"),
+        ("FactorScore's projection of the wrong inner shape",
+         lambda: fs_flow.bind({"score_proj": torch.zeros(3, 3, 2)}),
+         "params['score_proj']: shape [3, 3, 2], expected [L, 16, 16]"),
         ("a per-layer value of rank 4",
          lambda: lq_flow.bind({"u": torch.zeros(3, 1, 1, lm.D)}),
          "params['u']: shape [3, 1, 1, 16]")]:
