@@ -90,7 +90,11 @@ def main() -> int:
         kw = {} if layer is None else {"layer": layer}
         for n in args.blocks:
             cache = compiled.allocate_cache(2 * n)
-            cache[pool].copy_(torch.randn_like(cache[pool]))
+            pooled = torch.randn_like(cache["k"])
+            if pool == "latent":
+                # An MLA flow takes its one pool as "latent" (allocated as k).
+                cache = {k: t for k, t in cache.items() if k not in ("k", "v")}
+            cache[pool] = pooled
             ids = torch.randperm(2 * n, device=dev)[:n].to(torch.int32)
             ref = torch.zeros_like(cache["descriptors"])
             idl = ids.long()
