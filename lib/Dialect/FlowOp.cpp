@@ -248,6 +248,28 @@ static LogicalResult verifyArgType(FlowOp flow, BlockArgument arg,
          << arg.getType();
 }
 
+/// A learned descriptor's kernel reads a pool at the block's id while other
+/// CTAs write the field, so its block is k or v (MLA's latent is k), never
+/// a field; it writes every completed block, so no slotted field may mark
+/// blocks that write nothing (docs/contract.md, "Slotted fields").
+static LogicalResult verifyLearnedDescriptor(FlowOp flow, Block &body,
+                                             LearnedDescriptorOp op) {
+  if (flow.getConfig().isInt4KV())
+    return op.emitOpError("reads a packed int4 pool; learned descriptors "
+                          "read bf16, f16, f32 or fp8 pools");
+  auto block = dyn_cast<BlockArgument>(op.getBlock());
+  if (!block || block.getOwner() != &body || block.getArgNumber() > 1)
+    return op.emitOpError("must read the block from a pool (k or v; an MLA "
+                          "flow's latent is k), not a field");
+  if (llvm::any_of(body.getArguments(), [](BlockArgument arg) {
+        return cast<VTensorType>(arg.getType()).isSlotted();
+      }))
+    return op.emitOpError("is not supported in a flow with slotted fields "
+                          "(its kernel writes every completed block; a slot "
+                          "< 0 writes nothing)");
+  return success();
+}
+
 static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
   Type intermediate = flow.getConfig().getIntermediateDtype();
   StringRef sideName = side == Side::Cache ? "cache" : "indexer";
@@ -277,16 +299,15 @@ static LogicalResult verifySideOps(FlowOp flow, Block &body, Side side) {
       // A learned descriptor is the one standalone cache op: its own kernel
       // reads a pool and writes a field, so nothing else is split.
       if (auto ld = dyn_cast<LearnedDescriptorOp>(op)) {
-        if (flow.getConfig().isInt4KV())
-          return op.emitOpError("reads a packed int4 pool; learned "
-                                "descriptors read bf16, f16, f32 or fp8 "
-                                "pools");
+        if (failed(verifyLearnedDescriptor(flow, body, ld)))
+          return failure();
         continue;
       }
       auto sched = dyn_cast<ScheduledOpInterface>(op);
       if (sched && sched.getSchedule() == Schedule::S)
         return op.emitOpError("is standalone (schedule S); the cache side "
-                              "fuses every op into one per-block kernel");
+                              "fuses its ops into one per-block kernel (a "
+                              "learned descriptor is the one exception)");
     } else if (isa<FillOp, WriteOp, LearnedDescriptorOp, MaxInterleaveOp,
                    MinInterleaveOp, MeanInterleaveOp, L2NormInterleaveOp>(
                    op)) {

@@ -561,13 +561,14 @@ LogicalResult CustomCallOp::verify() {
     return emitOpError("callee must be a non-empty name of letters, digits, "
                        "'_' and '.', got '")
            << callee << "'";
-  // Indexer side only: the cache step is one fused per-block kernel.
+  // Indexer side only: the cache step runs kernels per completed block,
+  // with no place for a host call.
   if (auto flow = (*this)->getParentOfType<FlowOp>())
     if (flow.getCacheBody().getParent()->isAncestor((*this)->getParentRegion()))
       return emitOpError("'")
              << callee
              << "' is on the cache side; custom ops run in the indexer only "
-                "(the cache step is one fused kernel per completed block)";
+                "(the cache step runs kernels per completed block)";
   if (getInputs().empty())
     return emitOpError("'") << callee << "' needs at least one input";
   for (auto [i, v] : llvm::enumerate(getInputs()))

@@ -30,8 +30,9 @@ std::pair<int64_t, int64_t> inferInner(Operation *op) {
   };
   auto out = cast<VTensorType>(op->getResult(0).getType());
   return TypeSwitch<Operation *, std::pair<int64_t, int64_t>>(op)
-      .Case<GeMMOp>([&](auto) {
-        return std::pair<int64_t, int64_t>{in(1).getD0(), in(0).getD0()};
+      .Case<GeMMOp>([&](GeMMOp g) {
+        return std::pair<int64_t, int64_t>{
+            in(1).getD0(), in(0).getD0() / g.getNumGroups()};
       })
       .Case<GeMVOp>([&](auto) { return std::pair<int64_t, int64_t>{1, 1}; })
       .Case<ReductionOpInterface>([&](ReductionOpInterface red) {

@@ -543,7 +543,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 vortex.flow @f config = #cfg fields(c = [1, 1])
 cache(%k: !p, %v: !p, %c: !p) {
   %x = vortex.exp %k : !p -> !r
-  // expected-error @+1 {{'vortex.softmax' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  // expected-error @+1 {{'vortex.softmax' op is standalone (schedule S); the cache side fuses its ops into one per-block kernel (a learned descriptor is the one exception)}}
   %y = vortex.softmax %x : !r -> !r
   vortex.write %y into %c : !r into !p
 }
@@ -565,7 +565,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 vortex.flow @f config = #cfg fields(c = [1, 1])
 cache(%k: !p, %v: !p, %c: !p) {
   %x = vortex.exp %k : !p -> !r
-  // expected-error @+1 {{'vortex.max' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  // expected-error @+1 {{'vortex.max' op is standalone (schedule S); the cache side fuses its ops into one per-block kernel (a learned descriptor is the one exception)}}
   %y = vortex.max %x {dim = 0 : i64} : !r -> !b
 }
 indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
@@ -585,7 +585,7 @@ indexer(%q: !b, %o: !o, %k: !p, %v: !p, %c: !p) {
 
 vortex.flow @f config = #vortex.config<block_size = 4, page_size = 4, head_dim = 3, group_size = 1, topk_val = 1, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16> fields(c = [1, 12])
 cache(%k: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %v: !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>>, %c: !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>>) {
-  // expected-error @+1 {{'vortex.reshape' op is standalone (schedule S); the cache side fuses every op into one per-block kernel}}
+  // expected-error @+1 {{'vortex.reshape' op is standalone (schedule S); the cache side fuses its ops into one per-block kernel (a learned descriptor is the one exception)}}
   %x = vortex.reshape %k : !vortex.vtensor<?x4x3xbf16, #vortex.format<paged>> -> !vortex.vtensor<?x1x12xbf16, #vortex.format<ragged>>
   vortex.write %x into %c : !vortex.vtensor<?x1x12xbf16, #vortex.format<ragged>> into !vortex.vtensor<?x1x12xbf16, #vortex.format<paged>>
 }

@@ -232,3 +232,59 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
   %s = vortex.max %a {dim = 1 : i64} : !s4 -> !s
   vortex.topk %s into %o : !s into !o
 }
+
+// -----
+
+// Slotted fields mark blocks that write nothing; the learned descriptor
+// writes every completed block.
+
+!kv = !vortex.vtensor<?x4x8xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x2x8xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!g  = !vortex.vtensor<?x4x4xbf16, #vortex.format<paged>>
+!mx = !vortex.vtensor<1x4x4xbf16, #vortex.format<parameter>>
+!pj = !vortex.vtensor<1x8x8xbf16, #vortex.format<parameter>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!cs = !vortex.vtensor<?x1x1xbf16, #vortex.format<slotted>>
+!f1 = !vortex.vtensor<?x1x1xbf16, #vortex.format<paged>>
+!qs = !vortex.vtensor<?x4x2xbf16, #vortex.format<ragged>>
+!s1 = !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 4, page_size = 4, head_dim = 8, group_size = 2, topk_val = 2, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+vortex.flow @learned config = #cfg fields(g = [4, 4], stamp = [1, 1]) params(mix = [4, 4], proj = [8, 8])
+cache(%k: !kv, %v: !kv, %g: !g, %stamp: !cs, %mix: !mx, %proj: !pj) {
+  // expected-error @+1 {{'vortex.learned_descriptor' op is not supported in a flow with slotted fields (its kernel writes every completed block; a slot < 0 writes nothing)}}
+  vortex.learned_descriptor %k, %mix, %proj into %g {heads = 2 : i64}
+      : !kv, !mx, !pj into !g
+  vortex.fill %stamp {value = 1.0 : f32} : !cs
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %stamp: !f1, %mix: !mx, %proj: !pj) {
+  %s1 = vortex.max %g {dim = 2 : i64} : !g -> !s1
+  %s = vortex.max %s1 {dim = 1 : i64} : !s1 -> !s
+  vortex.topk %s into %o : !s into !o
+}
+
+// -----
+
+// The block is a pool: a field read while the op writes (here itself)
+// would race on the GPU.
+
+!kv = !vortex.vtensor<?x4x8xbf16, #vortex.format<paged>>
+!q  = !vortex.vtensor<?x2x8xbf16, #vortex.format<batched>>
+!o  = !vortex.vtensor<?x1x1xi32, #vortex.format<ragged>>
+!g  = !vortex.vtensor<?x4x4xbf16, #vortex.format<paged>>
+!mx = !vortex.vtensor<1x4x4xbf16, #vortex.format<parameter>>
+!pj = !vortex.vtensor<1x8x4xbf16, #vortex.format<parameter>>
+!s  = !vortex.vtensor<?x1x1xbf16, #vortex.format<ragged>>
+!s1 = !vortex.vtensor<?x4x1xbf16, #vortex.format<ragged>>
+#cfg = #vortex.config<block_size = 4, page_size = 4, head_dim = 8, group_size = 2, topk_val = 2, topk_ratio = 0.0, reserved_bos = 0, reserved_eos = 0, intermediate_dtype = bf16, kv_dtype = bf16>
+vortex.flow @f config = #cfg fields(g = [4, 4]) params(mix = [4, 4], proj = [8, 4])
+cache(%k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
+  // expected-error @+1 {{'vortex.learned_descriptor' op must read the block from a pool (k or v; an MLA flow's latent is k), not a field}}
+  vortex.learned_descriptor %g, %mix, %proj into %g {heads = 2 : i64}
+      : !g, !mx, !pj into !g
+}
+indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %mix: !mx, %proj: !pj) {
+  %s1 = vortex.max %g {dim = 2 : i64} : !g -> !s1
+  %s = vortex.max %s1 {dim = 1 : i64} : !s1 -> !s
+  vortex.topk %s into %o : !s into !o
+}

@@ -10,6 +10,11 @@
 // T4G5: group_size = 5
 // T4G5: indexer(%q: !vortex.vtensor<?x20x128xbf16, #vortex.format<batched>>
 
+// A grouped GeMM (FactorScore) keeps its result [Ny, Nx / groups].
+// RUN: vortex-opt %examples/learned/factor_score_block_sparse_attention.mlir --vortex-set-config="topk-val=10" | FileCheck %s --check-prefix=FS
+// FS: topk_val = 10
+// FS: vortex.gemm %q, %score_proj {groups = 8 : i64} : {{.*}} -> !vortex.vtensor<?x128x1xbf16, #vortex.format<batched>>
+
 // LServe at G = 5: q is [?, 5, 128], the Kronecker product with the 4
 // sub-block envelopes is [?, 20, 128], and the per-head sums follow.
 // CHECK: group_size = 5, topk_val = 64

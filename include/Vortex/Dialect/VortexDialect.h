@@ -34,8 +34,8 @@ inline constexpr int64_t kMaxInnerExtent = int64_t(1) << 16;
 inline constexpr int64_t kMaxTileElements = int64_t(1) << 17;
 /// Elements of a padded parameter too large for a tile. Such a weight is
 /// never held: the ops that may read it, GeMM's standalone parameter path
-/// and a learned descriptor's proj, stream it from memory (docs/contract.md, "Bounds"). 2^24 keeps
-/// the CPU lowering's padded copy at 64 MiB of f32.
+/// and a learned descriptor's proj, stream it from memory (docs/contract.md,
+/// "Bounds"). 2^24 keeps such a weight within 64 MiB of f32.
 inline constexpr int64_t kMaxStreamedElements = int64_t(1) << 24;
 /// Channels d of a learned descriptor's block: its GPU kernel holds one
 /// token-mixed row of d f32 in shared memory (16 KiB).

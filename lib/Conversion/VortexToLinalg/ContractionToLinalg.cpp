@@ -54,25 +54,11 @@ Value streamedContraction(GeMMOp op, ValueRange operands, LinalgBuilder &lb,
   AffineExpr s = b.getAffineDimExpr(0), a = b.getAffineDimExpr(1),
              c = b.getAffineDimExpr(2), kk = b.getAffineDimExpr(3);
   AffineExpr xRow = groups == 1 ? c : a.floorDiv(nyG) * nxG + c;
-  Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()), ny, nxG);
-  Value filled = linalg::FillOp::create(b, loc, ValueRange{lb.e.f32(0.0)},
-                                        ValueRange{init})
-                     .getResult(0);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
-      ValueRange{filled},
-      ArrayRef<AffineMap>{
-          AffineMap::get(4, 0, {s, xRow, kk}, ctx),
-          AffineMap::get(4, 0, {b.getAffineConstantExpr(0), a, kk}, ctx),
-          AffineMap::get(4, 0, {s, a, c}, ctx)},
-      {utils::IteratorType::parallel, utils::IteratorType::parallel,
-       utils::IteratorType::parallel, utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        Emitter x{nb, l};
-        linalg::YieldOp::create(nb, l,
-                                x.addF(args[2], x.mulF(args[1], args[0])));
-      });
-  return lb.padTo(generic.getResult(0), LinalgBuilder::computeExtent(rt, 1),
+  Value out = lb.contract(
+      xs, AffineMap::get(4, 0, {s, xRow, kk}, ctx), ys,
+      AffineMap::get(4, 0, {b.getAffineConstantExpr(0), a, kk}, ctx),
+      lb.leadOf(rt.getFormatKind()), ny, nxG);
+  return lb.padTo(out, LinalgBuilder::computeExtent(rt, 1),
                   LinalgBuilder::computeExtent(rt, 2));
 }
 
@@ -92,34 +78,17 @@ struct ContractionToLinalg : OpToLinalgPattern<OpTy> {
     }
     auto rt = cast<VTensorType>(op.getResult().getType());
     Value xs = lb.inOf(op, operands, 0), ys = lb.inOf(op, operands, 1);
-    Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     AffineExpr s = rewriter.getAffineDimExpr(0),
                a = rewriter.getAffineDimExpr(1),
                c = rewriter.getAffineDimExpr(2),
                k = rewriter.getAffineDimExpr(3);
-    Value init = lb.emptyTensor(lb.leadOf(rt.getFormatKind()),
-                                 LinalgBuilder::computeExtent(rt, 1),
-                                 LinalgBuilder::computeExtent(rt, 2));
-    Value filled = linalg::FillOp::create(rewriter, loc,
-                                          ValueRange{lb.e.f32(0.0)},
-                                          ValueRange{init})
-                       .getResult(0);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{filled.getType()}, ValueRange{xs, ys},
-        ValueRange{filled},
-        ArrayRef<AffineMap>{AffineMap::get(4, 0, {s, c, k}, ctx),
+    Value out = lb.contract(xs, AffineMap::get(4, 0, {s, c, k}, ctx), ys,
                             AffineMap::get(4, 0, {s, a, k}, ctx),
-                            AffineMap::get(4, 0, {s, a, c}, ctx)},
-        {utils::IteratorType::parallel, utils::IteratorType::parallel,
-         utils::IteratorType::parallel, utils::IteratorType::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          Emitter x{nb, l};
-          linalg::YieldOp::create(nb, l,
-                                  x.addF(args[2], x.mulF(args[1], args[0])));
-        });
-    replaceOpWithConverted(rewriter, *this->getTypeConverter(), op,
-                           generic.getResult(0));
+                            lb.leadOf(rt.getFormatKind()),
+                            LinalgBuilder::computeExtent(rt, 1),
+                            LinalgBuilder::computeExtent(rt, 2));
+    replaceOpWithConverted(rewriter, *this->getTypeConverter(), op, out);
     return success();
   }
 };

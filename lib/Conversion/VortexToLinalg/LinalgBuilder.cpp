@@ -264,6 +264,29 @@ Value LinalgBuilder::emptyTensor(Value lead, int64_t d0, int64_t d1) {
       ValueRange{lead});
 }
 
+Value LinalgBuilder::contract(Value lhs, AffineMap lhsMap, Value rhs,
+                              AffineMap rhsMap, Value lead, int64_t d0,
+                              int64_t d1) {
+  Value filled = linalg::FillOp::create(b, loc, ValueRange{e.f32(0.0)},
+                                        ValueRange{emptyTensor(lead, d0, d1)})
+                     .getResult(0);
+  AffineMap outMap = AffineMap::get(
+      4, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+             b.getAffineDimExpr(2)},
+      b.getContext());
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{filled.getType()}, ValueRange{lhs, rhs},
+      ValueRange{filled}, ArrayRef<AffineMap>{lhsMap, rhsMap, outMap},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Emitter x{nb, l};
+        linalg::YieldOp::create(nb, l,
+                                x.addF(args[2], x.mulF(args[0], args[1])));
+      });
+  return generic.getResult(0);
+}
+
 Value LinalgBuilder::leadOf(Format format) {
   if (format == Format::Parameter)
     return e.idx(1);

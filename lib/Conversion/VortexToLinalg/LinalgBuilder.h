@@ -124,6 +124,11 @@ public:
                              int64_t d0, int64_t d1);
 
   Value emptyTensor(Value lead, int64_t d0, int64_t d1);
+  /// `acc[s, a, c] += lhs[lhsMap] * rhs[rhsMap]` over loops (s, a, c, t), t
+  /// the reduction, into a [lead, d0, d1] f32 tensor from 0: the one
+  /// contraction of gemm, gemv and the learned descriptor.
+  Value contract(Value lhs, AffineMap lhsMap, Value rhs, AffineMap rhsMap,
+                 Value lead, int64_t d0, int64_t d1);
   /// Leading extent of the domain of `format` (a parameter has one row).
   Value leadOf(Format format);
 

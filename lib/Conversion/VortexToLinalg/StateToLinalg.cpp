@@ -103,32 +103,6 @@ struct FillToLinalg : WriterToLinalg<FillOp> {
   }
 };
 
-/// `acc[s, a, c] += lhs[lhsMap] * rhs[rhsMap]` over loops (s, a, c, t), t
-/// the reduction, into a [lead, d0, d1] tensor from 0.
-Value contract(LinalgBuilder &lb, Value lhs, AffineMap lhsMap, Value rhs,
-               AffineMap rhsMap, Value lead, int64_t d0, int64_t d1) {
-  OpBuilder &b = lb.b;
-  Value init = lb.emptyTensor(lead, d0, d1);
-  Value filled = linalg::FillOp::create(b, lb.loc, ValueRange{lb.e.f32(0.0)},
-                                        ValueRange{init})
-                     .getResult(0);
-  AffineMap outMap = AffineMap::get(
-      4, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
-             b.getAffineDimExpr(2)},
-      b.getContext());
-  auto generic = linalg::GenericOp::create(
-      b, lb.loc, TypeRange{filled.getType()}, ValueRange{lhs, rhs},
-      ValueRange{filled}, ArrayRef<AffineMap>{lhsMap, rhsMap, outMap},
-      {utils::IteratorType::parallel, utils::IteratorType::parallel,
-       utils::IteratorType::parallel, utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        Emitter x{nb, l};
-        linalg::YieldOp::create(nb, l,
-                                x.addF(args[2], x.mulF(args[0], args[1])));
-      });
-  return generic.getResult(0);
-}
-
 /// `F[block, h m + j, i] = sum_e (sum_t mix[h m + j, t] x[t, e]) *
 /// proj[h r + i, e]`: the block's tokens mixed into landmarks, then each
 /// landmark compressed by its head's rows of proj. Over the real extents
@@ -154,13 +128,13 @@ struct LearnedDescriptorToLinalg : WriterToLinalg<LearnedDescriptorOp> {
                c = b.getAffineDimExpr(2), t = b.getAffineDimExpr(3),
                zero = b.getAffineConstantExpr(0);
     // mixed[s, p, e] = sum_t mix[0, p, t] * x[s, t, e]: loops (s, p, e, t).
-    Value mixed = contract(lb, mix, AffineMap::get(4, 0, {zero, p, t}, ctx),
-                           x, AffineMap::get(4, 0, {s, t, c}, ctx), blocks,
-                           hm, d);
+    Value mixed = lb.contract(mix, AffineMap::get(4, 0, {zero, p, t}, ctx), x,
+                              AffineMap::get(4, 0, {s, t, c}, ctx), blocks,
+                              hm, d);
     // rows[s, p, i] = sum_e mixed[s, p, e] * proj[0, (p / m) r + i, e]:
     // loops (s, p, i, e), landmark p of head p / m.
-    Value desc = contract(
-        lb, mixed, AffineMap::get(4, 0, {s, p, t}, ctx), proj,
+    Value desc = lb.contract(
+        mixed, AffineMap::get(4, 0, {s, p, t}, ctx), proj,
         AffineMap::get(4, 0, {zero, p.floorDiv(m) * r + c, t}, ctx), blocks,
         hm, r);
     // The field is stored at its real extents (scatterRows writes the

@@ -89,6 +89,10 @@ class LearnedDescriptor(CacheUnary, _Learned):
 
     def trace(self, latent, descriptors=None, loc=None, *, ctx):
         x = ctx.value(latent, "latent")
+        if x._format != FORMAT.PAGED:
+            ctx.error("argument 'latent' must be a PAGED pool (cache[\"k\"], "
+                      "cache[\"v\"] or an MLA flow's cache[\"latent\"]), "
+                      f"got {x._format.name}")
         if (x.shape[1], x.shape[2]) != (self.bs, self.d):
             ctx.error(f"latent is [S, {x.shape[1]}, {x.shape[2]}], Wt "
                       f"[L, H, bs, m] and Wk [L, H, d, r] need [S, "

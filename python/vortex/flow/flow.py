@@ -56,9 +56,10 @@ class vFlow(ABC):
         """The flow's learned constants (`vortex.abs.Parameter`), by name, in
         the order they were assigned: a parameter's name is its own, else
         the attribute holding it. An op with weights (LearnedQuery,
-        FactorScore, LearnedDescriptor) adds the parameters it traces to, computed from its
-        current weights and named after its attribute (`<attr>_fold`); a
-        rank-4 Parameter is such an op's weight, not a flow operand."""
+        FactorScore, LearnedDescriptor) adds the parameters it traces to,
+        computed from its current weights and named after its attribute
+        (`<attr>_fold`); a rank-4 Parameter is such an op's weight, not a
+        flow operand."""
         out: Dict[str, Any] = {}
         for attr, value in vars(self).items():
             if isinstance(value, Parameter):

@@ -12,7 +12,8 @@ latent's 576 at GLM-4.7-Flash's shape). Weights: given, or the checkpoint
 named by VORTEX_COMPRESSOR_CKPT (vortex_torch's per-layer factorized
 compressor: `scorer.Wt`, `scorer.Wk`, `scorer.Wq`, `layer_ids`), else the
 identity (m = 1, r = d: one landmark, the block's mean latent, per head;
-score(p) = <sum_h q_h, c_p>). With r = d both projections `[H*r, d]` are
+score(p) = <sum_h q_h, c_p>). With m = 1, r = d both projections,
+LearnedDescriptor's `[H*r, d]` and FactorScore's `[H*m*r, d]`, are
 `[11520, 576]`: parameters over the tile bound, which the standalone
 descriptor op and FactorScore's grouped GeMM stream from memory
 (docs/python.md, "Learned ops").

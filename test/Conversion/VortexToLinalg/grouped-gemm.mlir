@@ -49,7 +49,7 @@ indexer(%q: !q, %o: !o, %k: !kv, %v: !kv, %g: !g, %qproj: !pj) {
 // CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x8x1xf32>)
 // CHECK-NEXT: linalg.generic {indexing_maps = [#[[$X2]], #[[$Y]], #[[$O]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[W]] : tensor<?x2x8xf32>, tensor<1x8x8xf32>) outs(%[[Z]] : tensor<?x8x1xf32>)
 // CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[YV:.+]]: f32, %[[ACC:.+]]: f32):
-// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[YV]], %[[X]] : f32
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[X]], %[[YV]] : f32
 // CHECK-NEXT: arith.addf %[[ACC]], %[[P]] : f32
 // CHECK: return
 

@@ -23,6 +23,7 @@
 #    falls back to the mean at landmark 0, as in vortex_torch; Wk kept.
 
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -34,6 +35,9 @@ from vortex.flows.learned_factorized_block_sparse_mla import (
     LearnedFactorizedBlockSparseMLA)
 from vortex.semantics import eager
 from vortex.semantics import reference as ref
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from latent_cache import latent_cache, same_selection  # noqa: E402
 
 tally = testing.Tally()
 H, D, BS, M, R = 20, 576, 32, 2, 8
@@ -128,18 +132,6 @@ def model(w_t, w_k, w_q):
     return desc.reshape(nb, H * m, r), s.max(axis=2).sum(axis=1)
 
 
-def fresh_cache(compiled):
-    cache = {n: t for n, t in compiled.allocate_cache(nb).items()
-             if n not in ("k", "v")}
-    cache["latent"] = torch.from_numpy(latent)
-    return cache
-
-
-def same(sp, si, want):
-    return (sp.tolist() == list(want[0]) and
-            si[:int(sp[-1])].tolist() == list(want[1]))
-
-
 cases = [("checkpoint", trained, layer, [w[trained.Wt.lookup[layer]]
                                          for w in TW]) for layer in range(3)]
 cases.append(("identity", ident, None,
@@ -155,12 +147,12 @@ for name, flow, layer, weights in cases:
             compiled[name] = vortex.load(
                 vortex.compile(flow, CFG, target="cpu"),
                 params=flow.parameters())
-        cache = fresh_cache(compiled[name])
+        cache = latent_cache(compiled[name], nb, latent)
         compiled[name].cache_step(cache, tids, layer=layer)
         sp, si = compiled[name].indexer(tq, cache, tip, tids, layer=layer)
         ok_g, err_g = close(cache["descriptors"][tids.long()].numpy(),
                             want_g[ids])
-        tally(ok_g and same(sp, si, want), f"compiled, {what}: descriptors "
+        tally(ok_g and same_selection(sp, si, want), f"compiled, {what}: descriptors "
               "== float64 model (1e-4), selection == its top-k", err_g)
     except Exception as err:  # noqa: BLE001
         tally(False, f"compiled, {what}", f"{type(err).__name__}: {err}")
@@ -172,7 +164,7 @@ for name, flow, layer, weights in cases:
     ok_g, err_g = close(ecache["descriptors"][tids.long()].numpy(),
                         want_g[ids])
     ok_s, err_s = close(score.detach().reshape(-1).numpy(), want_s)
-    tally(ok_g and ok_s and same(esp, esi, want), f"eager, {what}: "
+    tally(ok_g and ok_s and same_selection(esp, esi, want), f"eager, {what}: "
           "descriptors and scores == float64 model (1e-4), selection == its "
           "top-k", (err_g, err_s))
 

@@ -25,6 +25,7 @@
 #    float64 top-k of <sum_h Wk Wq^T q_h, c_p>.
 
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -37,6 +38,9 @@ from vortex.flows.learned_query_block_sparse_attention import (
     LearnedQueryBlockSparseAttention)
 from vortex.semantics import eager
 from vortex.semantics import reference as ref
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Inputs"))
+from latent_cache import latent_cache, same_selection  # noqa: E402
 
 tally = testing.Tally()
 H, D, BS = 20, 576, 32
@@ -99,21 +103,9 @@ def want_selection(V):
     return ref.topk_select(score, ref.Csr(indptr, ids), rcfg)
 
 
-def fresh_cache(compiled):
-    cache = {n: t for n, t in compiled.allocate_cache(nb).items()
-             if n not in ("k", "v")}
-    cache["latent"] = torch.from_numpy(latent)
-    return cache
-
-
-def same(sp, si, want):
-    return (sp.tolist() == list(want[0]) and
-            si[:int(sp[-1])].tolist() == list(want[1]))
-
-
 compiled = vortex.load(vortex.compile(flow, CFG, target="cpu"),
                        params=flow.parameters())
-cache = fresh_cache(compiled)
+cache = latent_cache(compiled, nb, latent)
 ecache = {"latent": torch.from_numpy(latent),
           "centroids": torch.zeros(nb, 1, D)}
 for layer in range(3):
@@ -121,12 +113,12 @@ for layer in range(3):
     sp, si = compiled.indexer(tq, cache, tip, tids, layer=layer)
     want = want_selection(q.reshape(len(lengths), -1).astype(np.float64)
                           @ W[layer].numpy().T)
-    tally(same(sp, si, want), f"compiled, layer {layer}: the selection is "
+    tally(same_selection(sp, si, want), f"compiled, layer {layer}: the selection is "
           "the float64 top-k of <W[l] q_flat, c_p>")
     eager.cache_step(flow, ecache, tids, CFG, layer=layer)
     _, esp, esi = eager.indexer(flow, tq, ecache, tip, tids, CFG,
                                 layer=layer)
-    tally(same(esp, esi, want), f"eager, layer {layer}: the same selection")
+    tally(same_selection(esp, esi, want), f"eager, layer {layer}: the same selection")
 
 # Decode at layer 2: the same selection, then attention over it.
 R = 512
@@ -149,7 +141,7 @@ for r in range(len(lengths)):
     wl = m[:, 0] + np.log(p.sum(axis=1))
     err = max(err, float(np.abs(o[r].numpy() - wo).max()),
               float(np.abs(lse[r].numpy() - wl).max()))
-tally(same(sp, si, want) and tuple(o.shape) == (len(lengths), H, R) and
+tally(same_selection(sp, si, want) and tuple(o.shape) == (len(lengths), H, R) and
       err < 1e-4, "compiled decode, layer 2: the selection, then float64 MLA "
       "attention over it (atol 1e-4)", err)
 
@@ -161,7 +153,7 @@ ra = vortex.load(vortex.compile("rope_aware_block_sparse_mla", CFG,
                                 target="cpu"))
 results = []
 for compiled_flow in (lc, ra):
-    cc = fresh_cache(compiled_flow)
+    cc = latent_cache(compiled_flow, nb, latent)
     compiled_flow.cache_step(cc, tids)
     results.append(compiled_flow.indexer(tq, cc, tip, tids))
 (sp1, si1), (sp2, si2) = results
@@ -184,7 +176,7 @@ lqc.cache_step(cache, tids)
 sp, si = lqc.indexer(tq, cache, tip, tids)
 V = np.einsum("hdr,her,bhe->bd", wk1[0].double().numpy(),
               wq1[0].double().numpy(), q.astype(np.float64))
-tally(same(sp, si, want_selection(V)),
+tally(same_selection(sp, si, want_selection(V)),
       "LearnedQuery with a [576, 11520] fold: the float64 top-k of "
       "<sum_h Wk Wq^T q_h, c_p>")
 tally.exit()
