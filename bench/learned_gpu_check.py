@@ -175,10 +175,7 @@ def check_mla(out, dev, report):
                            params=flow.parameters())
     rng = np.random.default_rng(11)
     D, bs, G = MLA.head_dim, MLA.block_size, MLA.group_size
-    rcfg = reference.Config.from_dict(dict(
-        block_size=bs, head_dim=D, group_size=G, topk_val=MLA.topk_val,
-        topk_ratio=MLA.topk_ratio, reserved_bos=MLA.reserved_bos,
-        reserved_eos=MLA.reserved_eos))
+    rcfg = reference.Config.from_dict(MLA.as_dict())
     for lengths in ((3, 40, 100, 257), tuple(rng.integers(1, 80, 40))):
         nb = int(sum(lengths)) + 5
         latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
@@ -219,10 +216,7 @@ def check_fmla(out, dev, report):
     selection against float64."""
     rng = np.random.default_rng(12)
     D, bs, G = MLA.head_dim, MLA.block_size, MLA.group_size
-    rcfg = reference.Config.from_dict(dict(
-        block_size=bs, head_dim=D, group_size=G, topk_val=MLA.topk_val,
-        topk_ratio=MLA.topk_ratio, reserved_bos=MLA.reserved_bos,
-        reserved_eos=MLA.reserved_eos))
+    rcfg = reference.Config.from_dict(MLA.as_dict())
     lengths = (3, 40, 100, 257)
     nb = sum(lengths) + 5
     latent = rng.standard_normal((nb, bs, D)).astype(np.float32)
@@ -299,10 +293,7 @@ def check_full(out, dev, report):
         s = np.einsum("hr,nhjr->nhj", u[r],
                       g.reshape(nb, FH, FM, FR)[ids[indptr[r]:indptr[r + 1]]])
         score[indptr[r]:indptr[r + 1]] = s.max(axis=2).sum(axis=1)
-    rcfg = reference.Config.from_dict(dict(
-        block_size=bs, head_dim=D, group_size=G, topk_val=FULL.topk_val,
-        topk_ratio=FULL.topk_ratio, reserved_bos=FULL.reserved_bos,
-        reserved_eos=FULL.reserved_eos))
+    rcfg = reference.Config.from_dict(FULL.as_dict())
     want_ip, want_ix = reference.topk_select(
         score, reference.Csr(indptr, ids), rcfg)
     sp, si = sp.cpu(), si.cpu()

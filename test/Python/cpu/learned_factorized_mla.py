@@ -116,10 +116,7 @@ latent = rng.standard_normal((nb, BS, D)).astype(np.float32)
 q = rng.standard_normal((len(lengths), H, D)).astype(np.float32)
 tq, tip, tids = (torch.from_numpy(a) for a in (q, indptr, ids))
 rows = np.repeat(np.arange(len(lengths)), lengths)
-rcfg = ref.Config.from_dict(dict(
-    block_size=BS, head_dim=D, group_size=H, topk_val=CFG.topk_val,
-    topk_ratio=CFG.topk_ratio, reserved_bos=CFG.reserved_bos,
-    reserved_eos=CFG.reserved_eos))
+rcfg = ref.Config.from_dict(CFG.as_dict())
 
 
 def model(w_t, w_k, w_q):

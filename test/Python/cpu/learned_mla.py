@@ -92,10 +92,7 @@ q = rng.standard_normal((len(lengths), H, D)).astype(np.float32)
 tq, tip, tids = (torch.from_numpy(a) for a in (q, indptr, ids))
 c = latent.astype(np.float64).mean(axis=1)
 rows = np.repeat(np.arange(len(lengths)), lengths)
-rcfg = ref.Config.from_dict(dict(
-    block_size=BS, head_dim=D, group_size=H, topk_val=CFG.topk_val,
-    topk_ratio=CFG.topk_ratio, reserved_bos=CFG.reserved_bos,
-    reserved_eos=CFG.reserved_eos))
+rcfg = ref.Config.from_dict(CFG.as_dict())
 
 
 def want_selection(V):
