@@ -26,33 +26,23 @@ from vortex.cache import Mean as CMean
 from vortex.flow import register, vFlowMLA
 from vortex.indexer import GeMM, Parameter, Reshape, topK
 
+from ._compressor import Checkpoint
+
 
 def load_folded(path: str, H: int, d: int) -> Tuple[object, object]:
     """`(W [Lfull, d, H*d], lookup)` from a per-layer compressor checkpoint
     (vortex_torch's `_load_folded_W`): W[lid] folds the trained row of
     global layer `lid`, the other rows are the identity fold."""
     import torch
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    sd = ckpt["state_dict"]
-    if not bool(ckpt.get("config", {}).get("per_layer", True)):
-        raise ValueError(f"{path}: learned_block_sparse_mla needs a "
-                         "per_layer=True compressor checkpoint")
-
-    def weight(name):
-        for key in (f"scorer.{name}", name):
-            if key in sd:
-                return sd[key].float()
-        raise KeyError(f"{path}: no 'scorer.{name}' in the checkpoint")
-
-    wq = weight("Wq")
-    wk = weight("Wk") if any(k.endswith("Wk") for k in sd) else wq
+    ckpt = Checkpoint(path, "learned_block_sparse_mla")
+    wq = ckpt.weight("Wq")
+    wk = ckpt.weight("Wk") if ckpt.has("Wk") else wq
     if wq.dim() != 4 or tuple(wq.shape[1:3]) != (H, d):
         raise ValueError(f"{path}: Wq has shape {tuple(wq.shape)}, expected "
                          f"[L, H={H}, d={d}, r]")
     fold = torch.einsum("lhdr,lher->lhde", wk, wq)          # [L, H, d, d]
     trained = fold.permute(0, 2, 1, 3).reshape(wq.shape[0], d, H * d)
-    ids = [int(x) for x in ckpt.get("layer_ids", [])] or \
-        list(range(wq.shape[0]))
+    ids = ckpt.rows(wq.shape[0])
     W = torch.eye(d).repeat(1, H).expand(max(ids) + 1, -1, -1).clone()
     for row, lid in enumerate(ids):
         W[lid] = trained[row]

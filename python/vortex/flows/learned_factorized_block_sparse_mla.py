@@ -27,6 +27,8 @@ from vortex.cache import LearnedDescriptor
 from vortex.flow import register, vFlowMLA
 from vortex.indexer import FactorScore, topK
 
+from ._compressor import Checkpoint
+
 
 def _untrained(torch, L: int, H: int, bs: int, m: int, d: int, r: int):
     """Wt with landmark 0 the block's mean (the others 0), Wk = Wq the
@@ -42,24 +44,13 @@ def load_factorized(path: str, H: int, d: int, bs: int):
     per-layer factorized compressor checkpoint: the trained rows of global
     layers `layer_ids`, the untrained weights elsewhere."""
     import torch
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    sd = ckpt["state_dict"]
-    arch = ckpt.get("config", {}).get("arch")
+    ckpt = Checkpoint(path, "learned_factorized_block_sparse_mla")
+    arch = ckpt.config.get("arch")
     if arch not in (None, "factorized"):
         raise ValueError(f"{path}: learned_factorized_block_sparse_mla "
                          f"needs a factorized compressor checkpoint, got "
                          f"arch={arch!r}")
-    if not bool(ckpt.get("config", {}).get("per_layer", True)):
-        raise ValueError(f"{path}: learned_factorized_block_sparse_mla "
-                         "needs a per_layer=True compressor checkpoint")
-
-    def weight(name):
-        for key in (f"scorer.{name}", name):
-            if key in sd:
-                return sd[key].float()
-        raise KeyError(f"{path}: no 'scorer.{name}' in the checkpoint")
-
-    wt, wk, wq = weight("Wt"), weight("Wk"), weight("Wq")
+    wt, wk, wq = (ckpt.weight(n) for n in ("Wt", "Wk", "Wq"))
     if wt.dim() != 4 or tuple(wt.shape[1:3]) != (H, bs):
         raise ValueError(f"{path}: Wt has shape {tuple(wt.shape)}, expected "
                          f"[L, H={H}, bs={bs}, m]")
@@ -70,8 +61,7 @@ def load_factorized(path: str, H: int, d: int, bs: int):
     if wk.shape != wq.shape:
         raise ValueError(f"{path}: Wk has shape {tuple(wk.shape)}, Wq "
                          f"{tuple(wq.shape)}: they must match")
-    ids = [int(x) for x in ckpt.get("layer_ids", [])] or \
-        list(range(wt.shape[0]))
+    ids = ckpt.rows(wt.shape[0])
     if len(ids) != wt.shape[0]:
         raise ValueError(f"{path}: layer_ids has {len(ids)} entries for "
                          f"{wt.shape[0]} trained layers")
