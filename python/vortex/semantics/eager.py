@@ -154,18 +154,6 @@ def _binary(f: Callable[..., torch.Tensor]):
     return run
 
 
-def _gemm(op, a, b):
-    """GeMM; grouped (`GeMM.grouped(G)`): row group g of y with group g of
-    x alone."""
-    G = getattr(op, "groups", 1)
-    if G == 1:
-        return tr.gemm(a, b)
-    x = a.reshape(a.shape[0], G, a.shape[1] // G, a.shape[2])
-    y = b.reshape(b.shape[0], G, b.shape[1] // G, b.shape[2])
-    o = torch.einsum("sgbk,sgak->sgab", x, y)
-    return o.reshape(o.shape[0], b.shape[1], a.shape[1] // G)
-
-
 def _where(pred):
     return _binary(lambda op, a, b: torch.where(pred(a, b), 0.0, MASK_NEG))
 
@@ -264,7 +252,7 @@ _SEMANTICS: Dict[str, Callable[..., Tuple[int, torch.Tensor]]] = {
     "where_eq": _where(torch.eq), "where_ne": _where(torch.ne),
     "where_gt": _where(torch.gt), "where_ge": _where(torch.ge),
     "where_lt": _where(torch.lt), "where_le": _where(torch.le),
-    "gemm": _binary(_gemm),
+    "gemm": _binary(lambda op, a, b: tr.gemm(a, b)),
     "gemv": _binary(lambda op, a, b: tr.gemv(a, b)),
     "kron": _kron,
     "mean": _reduce("mean"), "sum": _reduce("sum"), "max": _reduce("max"),
